@@ -1,0 +1,1 @@
+//! CRD manifests for NodePool, NodeClaim and EC2NodeClass.

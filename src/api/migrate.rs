@@ -1,0 +1,1 @@
+//! v1beta1 -> v1 migration of Karpenter manifests.

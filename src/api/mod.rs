@@ -1,0 +1,14 @@
+//! Kubernetes objects of the Karpenter v1 API: types, upstream defaults, validation with
+//! field paths, manifest loading, CRD generation and the v1beta1 -> v1 migration.
+
+pub mod crds;
+pub mod duration;
+pub mod ec2nodeclass;
+pub mod labels;
+pub mod manifest;
+pub mod migrate;
+pub mod nodeclaim;
+pub mod nodepool;
+pub mod quantity;
+pub mod schedule;
+pub mod validation;

@@ -1,0 +1,149 @@
+//! Kubernetes resource quantities as they appear in manifests ("100m", "4Gi", 1000).
+//!
+//! The API layer keeps the text exactly as written (so round trips and messages show what
+//! the user typed) and checks it against the API server's Quantity grammar; arithmetic
+//! lives in the engine.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// The API server's Quantity regular expression (`resource.Quantity`), as emitted in CRDs.
+pub const QUANTITY_PATTERN: &str = r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$";
+
+/// A resource quantity; YAML integers and floats are accepted as Kubernetes does.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Quantity(pub String);
+
+impl Quantity {
+    /// True when the text is a quantity the API server would accept.
+    pub fn is_valid(&self) -> bool {
+        is_valid_quantity(&self.0)
+    }
+}
+
+impl fmt::Display for Quantity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<&str> for Quantity {
+    fn from(s: &str) -> Self {
+        Quantity(s.to_string())
+    }
+}
+
+/// Checks `s` against [`QUANTITY_PATTERN`] without a regex engine: sign, digits with an
+/// optional fraction, then a binary suffix, a decimal suffix or an exponent.
+pub fn is_valid_quantity(s: &str) -> bool {
+    let s = s.strip_prefix(['+', '-']).unwrap_or(s);
+    let (num, rest) = split_number(s);
+    if !num_ok(num) {
+        return false;
+    }
+    match rest {
+        "" | "n" | "u" | "m" | "k" | "M" | "G" | "T" | "P" | "E" => true,
+        "Ki" | "Mi" | "Gi" | "Ti" | "Pi" | "Ei" => true,
+        _ => {
+            let Some(exp) = rest.strip_prefix(['e', 'E']) else {
+                return false;
+            };
+            let exp = exp.strip_prefix(['+', '-']).unwrap_or(exp);
+            let (n, tail) = split_number(exp);
+            tail.is_empty() && num_ok(n)
+        }
+    }
+}
+
+fn split_number(s: &str) -> (&str, &str) {
+    let end = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    s.split_at(end)
+}
+
+fn num_ok(n: &str) -> bool {
+    match n.split_once('.') {
+        None => !n.is_empty(),
+        Some((int, frac)) => {
+            !frac.contains('.') && (!int.is_empty() || !frac.is_empty()) && !n.eq(".")
+        }
+    }
+}
+
+impl Serialize for Quantity {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Quantity {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Quantity;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a quantity such as 100m, 4Gi or 1000")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Quantity, E> {
+                Ok(Quantity(v.to_string()))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Quantity, E> {
+                Ok(Quantity(v.to_string()))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Quantity, E> {
+                Ok(Quantity(v.to_string()))
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Quantity, E> {
+                Ok(Quantity(v.to_string()))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl JsonSchema for Quantity {
+    fn schema_name() -> Cow<'static, str> {
+        "Quantity".into()
+    }
+    fn inline_schema() -> bool {
+        true
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "anyOf": [{"type": "integer"}, {"type": "string"}],
+            "pattern": QUANTITY_PATTERN,
+            "x-kubernetes-int-or-string": true,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_the_api_servers_quantities() {
+        for ok in [
+            "1", "100m", "1.5", ".5", "4Gi", "10M", "1e3", "1E-3", "+2", "-1", "5.", "128974848",
+        ] {
+            assert!(is_valid_quantity(ok), "{ok}");
+        }
+    }
+
+    #[test]
+    fn rejects_malformed_quantities() {
+        for bad in ["", "Gi", "1.2.3", "4GB", "1e", "abc", ".", "1 Gi", "1ki"] {
+            assert!(!is_valid_quantity(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn integers_in_yaml_become_quantities() {
+        let q: Quantity = serde_json::from_value(serde_json::json!(1000)).unwrap();
+        assert_eq!(q.0, "1000");
+    }
+}

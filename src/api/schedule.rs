@@ -1,0 +1,1 @@
+//! Cron schedules of disruption budgets.

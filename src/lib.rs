@@ -1,0 +1,4 @@
+//! karpenter-tui: a terminal console for Kubernetes node autoscaling in the Karpenter v1
+//! model. See DESIGN.md for the map of the crate.
+
+pub mod api;
