@@ -2,3 +2,4 @@
 //! model. See DESIGN.md for the map of the crate.
 
 pub mod api;
+pub mod engine;

@@ -1,1 +1,186 @@
-fn main() {}
+//! The binary: parse flags, pick a mode, wire implementations. Kept thin; see cli.rs for
+//! the command line and the library for the work.
+
+mod cli;
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::process::ExitCode;
+
+use clap::Parser;
+use karpenter_tui::api::manifest::{self, Diagnostic, Object};
+use karpenter_tui::api::{crds, migrate, validation};
+
+use cli::{Cli, Command};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(&cli.log_level);
+    match cli.command {
+        None => {
+            eprintln!(
+                "karpenter-tui: the console is not built yet. Available now: `validate`, `crds`, `migrate` (see --help)."
+            );
+            ExitCode::from(2)
+        }
+        Some(Command::Validate { files }) => run_validate(&files),
+        Some(Command::Crds) => {
+            print_stdout(&crds::crds_yaml());
+            ExitCode::SUCCESS
+        }
+        Some(Command::Migrate { file }) => run_migrate(&file),
+    }
+}
+
+/// Logs go to stderr for the subcommands (the console will log to a file instead).
+fn init_logging(filter: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_new(filter)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+/// Reads a file or standard input ("-"), naming the file in the error.
+fn read_input(path: &Path) -> Result<(String, String), String> {
+    let name = path.display().to_string();
+    if name == "-" {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|e| format!("-: cannot read standard input: {e}"))?;
+        return Ok((name, text));
+    }
+    std::fs::read_to_string(path)
+        .map(|text| (name.clone(), text))
+        .map_err(|e| format!("{name}: cannot read: {e}"))
+}
+
+/// Writes to stdout, treating a closed pipe (`| head`) as the reader's choice, not an error.
+fn print_stdout(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
+}
+
+fn run_validate(files: &[std::path::PathBuf]) -> ExitCode {
+    let mut failed = false;
+    let mut summary = String::new();
+    for path in files {
+        let (source, text) = match read_input(path) {
+            Ok(x) => x,
+            Err(msg) => {
+                eprintln!("{msg}");
+                failed = true;
+                continue;
+            }
+        };
+        let loaded = manifest::load(&source, &text);
+        for d in &loaded.diagnostics {
+            eprintln!("{d}");
+        }
+        failed |= loaded.has_errors();
+        for (doc, object) in &loaded.objects {
+            let violations = validation::validate(object);
+            for v in &violations {
+                eprintln!("{}", Diagnostic::error(&source, *doc, v.path.clone(), v.message.clone()));
+            }
+            let verdict = if violations.is_empty() {
+                format!("valid ({})", describe(object))
+            } else {
+                failed = true;
+                let n = violations.len();
+                format!("invalid ({n} problem{})", if n == 1 { "" } else { "s" })
+            };
+            summary.push_str(&format!("{source}:{doc}: {} {}: {verdict}\n", object.kind(), object.name()));
+        }
+    }
+    print_stdout(&summary);
+    if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+}
+
+/// The few facts an operator wants to confirm at a glance.
+fn describe(object: &Object) -> String {
+    match object {
+        Object::NodePool(np) => {
+            let t = &np.spec.template.spec;
+            let budgets = np.spec.disruption.budgets.len();
+            let mut parts = vec![
+                format!("{} requirement{}", t.requirements.len(), plural(t.requirements.len())),
+                format!("{budgets} budget{}", plural(budgets)),
+                format!("{:?}", np.spec.disruption.consolidation_policy),
+                format!("expireAfter {}", t.expire_after),
+                format!("nodeClassRef {}/{}", t.node_class_ref.kind, t.node_class_ref.name),
+            ];
+            if let Some(w) = np.spec.weight {
+                parts.push(format!("weight {w}"));
+            }
+            parts.join(", ")
+        }
+        Object::NodeClaim(nc) => {
+            let pool = nc
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(karpenter_tui::api::labels::NODEPOOL))
+                .map(String::as_str)
+                .unwrap_or("no nodepool label");
+            let node = nc
+                .status
+                .as_ref()
+                .and_then(|s| s.node_name.as_deref())
+                .unwrap_or("not registered");
+            format!("{} requirement{}, {pool}, node {node}", nc.spec.requirements.len(), plural(nc.spec.requirements.len()))
+        }
+        Object::EC2NodeClass(nc) => {
+            let s = &nc.spec;
+            let ami = s
+                .ami_selector_terms
+                .iter()
+                .find_map(|t| t.alias.clone())
+                .map(|a| format!("alias {a}"))
+                .unwrap_or_else(|| format!("{} AMI term{}", s.ami_selector_terms.len(), plural(s.ami_selector_terms.len())));
+            let iam = match (&s.role, &s.instance_profile) {
+                (Some(r), _) => format!("role {r}"),
+                (_, Some(p)) => format!("instanceProfile {p}"),
+                _ => "no IAM".to_string(),
+            };
+            format!(
+                "{ami}, {iam}, {} subnet term{}, {} security group term{}",
+                s.subnet_selector_terms.len(),
+                plural(s.subnet_selector_terms.len()),
+                s.security_group_selector_terms.len(),
+                plural(s.security_group_selector_terms.len())
+            )
+        }
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+fn run_migrate(path: &Path) -> ExitCode {
+    let (source, text) = match read_input(path) {
+        Ok(x) => x,
+        Err(msg) => {
+            eprintln!("{msg}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match migrate::migrate(&source, &text) {
+        Ok(out) => {
+            for w in &out.warnings {
+                eprintln!("{w}");
+            }
+            print_stdout(&out.yaml);
+            ExitCode::SUCCESS
+        }
+        Err(errors) => {
+            for e in &errors {
+                eprintln!("{e}");
+            }
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,51 @@
+//! Command-line surface: flags, subcommands and their help text. Parsing only; the work
+//! happens in the library.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+/// karpenter-tui: a terminal console for Kubernetes node autoscaling (Karpenter v1).
+///
+/// Without a subcommand it opens the console on an embedded simulated cluster. The
+/// subcommands check, convert and install Karpenter manifests.
+#[derive(Parser, Debug)]
+#[command(name = "karpenter-tui", version, about, long_about)]
+pub struct Cli {
+    /// Log filter (tracing syntax, e.g. "info" or "karpenter_tui=debug").
+    #[arg(long, global = true, env = "KARPENTER_TUI_LOG", default_value = "warn")]
+    pub log_level: String,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// The subcommands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Check NodePool, NodeClaim and EC2NodeClass manifests against the Karpenter v1 rules.
+    ///
+    /// Reads multi-document YAML and applies the same schema and CEL rules the CRDs carry.
+    /// Prints one summary line per object; every problem is printed as
+    /// FILE:DOCUMENT: field.path: message (DOCUMENT counts YAML documents from 1).
+    /// Exits 1 if any object is invalid.
+    Validate {
+        /// Manifest file to read, or "-" for standard input. Repeat for several files.
+        #[arg(short = 'f', long = "file", required = true, value_name = "FILE|-")]
+        files: Vec<PathBuf>,
+    },
+    /// Print the CRDs of NodePool, NodeClaim and EC2NodeClass, ready for `kubectl apply -f -`.
+    ///
+    /// The schemas carry the validation rules as x-kubernetes-validations (CEL), so the API
+    /// server enforces what `validate` checks.
+    Crds,
+    /// Convert v1beta1 manifests to karpenter.sh/v1 and karpenter.k8s.aws/v1.
+    ///
+    /// Prints the converted YAML on stdout and every change, and every step it cannot do
+    /// for you, as a warning on stderr. Input it cannot convert is an error (exit 1).
+    Migrate {
+        /// Manifest file to read, or "-" for standard input.
+        #[arg(short = 'f', long = "file", value_name = "FILE|-")]
+        file: PathBuf,
+    },
+}

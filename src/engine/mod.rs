@@ -1,0 +1,5 @@
+//! The autoscaler's decisions: pure functions over a cluster snapshot and a time value.
+//! No I/O, no async runtime, no wall clock: that keeps it fast to test, benchmark and replay.
+
+pub mod resources;
+pub mod selector;
