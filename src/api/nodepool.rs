@@ -104,7 +104,10 @@ pub struct NodeClaimTemplateSpec {
     /// Taints present at startup and removed by a daemon; ignored by scheduling simulation.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub startup_taints: Vec<Taint>,
-    /// The provider-specific configuration.
+    /// The provider-specific configuration. Its group and kind are immutable upstream:
+    /// switching providers means a new pool.
+    #[x_kube(validation = Rule::new("self.group == oldSelf.group").message("nodeClassRef.group is immutable"))]
+    #[x_kube(validation = Rule::new("self.kind == oldSelf.kind").message("nodeClassRef.kind is immutable"))]
     pub node_class_ref: NodeClassReference,
     /// Node lifetime; "Never" disables expiration. Default 720h.
     #[serde(default = "default_expire_after")]
