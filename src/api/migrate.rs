@@ -1,1 +1,0 @@
-//! v1beta1 -> v1 migration of Karpenter manifests.
