@@ -1,5 +1,6 @@
 //! The autoscaler's decisions: pure functions over a cluster snapshot and a time value.
 //! No I/O, no async runtime, no wall clock: that keeps it fast to test, benchmark and replay.
 
+pub mod requirements;
 pub mod resources;
 pub mod selector;
