@@ -48,4 +48,29 @@ pub enum Command {
         #[arg(short = 'f', long = "file", value_name = "FILE|-")]
         file: PathBuf,
     },
+    /// Measure the engine (release builds only give meaningful figures).
+    #[command(subcommand)]
+    Bench(Bench),
+}
+
+/// What to measure.
+#[derive(Subcommand, Debug)]
+pub enum Bench {
+    /// Karpenter's scheduling benchmark: 400 synthetic instance types and a mix of generic,
+    /// zonal-spread, hostname-spread, zonal-affinity and hostname-anti-affinity pods.
+    /// Only the solve is timed.
+    Scheduling {
+        /// Pods per run; repeat for several sizes.
+        #[arg(long = "pods", default_values_t = [1000, 5000, 20000])]
+        pods: Vec<usize>,
+        /// Print one JSON object per size instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Seed of the workload and catalog generators.
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+        /// Runs per size; the fastest is reported.
+        #[arg(long, default_value_t = 3)]
+        repeat: usize,
+    },
 }

@@ -3,3 +3,4 @@
 
 pub mod api;
 pub mod engine;
+pub mod bench;

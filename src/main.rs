@@ -11,7 +11,7 @@ use clap::Parser;
 use karpenter_tui::api::manifest::{self, Diagnostic, Object};
 use karpenter_tui::api::{crds, migrate, validation};
 
-use cli::{Cli, Command};
+use cli::{Bench, Cli, Command};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -29,6 +29,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Some(Command::Migrate { file }) => run_migrate(&file),
+        Some(Command::Bench(b)) => run_bench(b),
     }
 }
 
@@ -181,6 +182,44 @@ fn run_migrate(path: &Path) -> ExitCode {
                 eprintln!("{e}");
             }
             ExitCode::FAILURE
+        }
+    }
+}
+
+fn run_bench(b: Bench) -> ExitCode {
+    match b {
+        Bench::Scheduling {
+            pods,
+            json,
+            seed,
+            repeat,
+        } => {
+            if !json {
+                println!(
+                    "{:>8} {:>7} {:>9} {:>11} {:>9} {:>11}",
+                    "pods", "nodes", "ms", "pods/s", "ffd nodes", "unscheduled"
+                );
+            }
+            for n in pods {
+                let f = karpenter_tui::bench::scheduling::run(n, seed, repeat);
+                if json {
+                    println!(
+                        "{}",
+                        serde_json::json!({"pods": f.pods, "nodes": f.nodes, "seconds": f.seconds, "pods_per_second": f.pods_per_second})
+                    );
+                } else {
+                    println!(
+                        "{:>8} {:>7} {:>9.1} {:>11.0} {:>9} {:>11}",
+                        f.pods,
+                        f.nodes,
+                        f.seconds * 1000.0,
+                        f.pods_per_second,
+                        f.ffd_nodes,
+                        f.unscheduled
+                    );
+                }
+            }
+            ExitCode::SUCCESS
         }
     }
 }

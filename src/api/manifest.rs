@@ -213,7 +213,13 @@ pub fn typed<T: serde::de::DeserializeOwned>(value: Value) -> Result<(T, Vec<Str
         Err(e) => {
             let path = track.path().to_string();
             let path = if path == "." { String::new() } else { path };
-            Err((path, e.to_string()))
+            let msg = e.to_string();
+            // serde says "missing field `x`" at the parent; point at the field itself.
+            if let Some(field) = msg.strip_prefix("missing field `").and_then(|m| m.split('`').next()) {
+                let full = if path.is_empty() { field.to_string() } else { format!("{path}.{field}") };
+                return Err((full, format!("required field `{field}` is missing")));
+            }
+            Err((path, msg))
         }
     }
 }
@@ -247,7 +253,8 @@ pub fn parse_object(source: &str, doc: &Document) -> Result<(Object, Vec<Diagnos
     let warnings = unknown
         .into_iter()
         // `status` is written by controllers; fields there are not the user's concern.
-        .filter(|p| !p.starts_with("status"))
+        // apiVersion and kind were read by `classify`; the typed root skips them.
+        .filter(|p| !p.starts_with("status") && p != "apiVersion" && p != "kind")
         .map(|p| Diagnostic::warning(source, doc.index, p, "unknown field, ignored"))
         .collect();
     Ok((object, warnings))

@@ -11,4 +11,5 @@ pub mod nodeclaim;
 pub mod nodepool;
 pub mod quantity;
 pub mod schedule;
+pub mod time;
 pub mod validation;

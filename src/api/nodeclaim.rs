@@ -151,7 +151,7 @@ impl Operator {
 }
 
 /// A node taint (the core/v1 shape with the effect as a closed set).
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Hash, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Taint {
     /// The taint key.

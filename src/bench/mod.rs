@@ -1,0 +1,5 @@
+//! Benchmarks behind `karpenter-tui bench`: each builds a workload, times only the work
+//! the figure names, and returns the numbers. Nothing here asserts timings; that would
+//! make tests flaky on a loaded machine.
+
+pub mod scheduling;

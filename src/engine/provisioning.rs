@@ -1,0 +1,189 @@
+//! Provisioning around the scheduler: which pods count, when a batch closes, which
+//! offerings an insufficient-capacity error took out, nominations, and the launch choice
+//! for a planned NodeClaim. Pure: every function takes the time it should use.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use chrono::{DateTime, TimeDelta, Utc};
+
+use crate::api::labels;
+use crate::engine::catalog::{CapacityType, InstanceType, Offering};
+use crate::engine::scheduling::{NewNodeClaim, offering_allowed};
+
+/// Upstream batching defaults: a batch closes after 1 s without a new pod, or 10 s after
+/// it opened, whichever comes first (`BATCH_IDLE_DURATION`, `BATCH_MAX_DURATION`).
+pub const BATCH_IDLE: TimeDelta = TimeDelta::seconds(1);
+pub const BATCH_MAX: TimeDelta = TimeDelta::seconds(10);
+/// How long an insufficient-capacity error keeps an offering out (upstream: 3 minutes).
+pub const UNAVAILABLE_OFFERING_TTL: TimeDelta = TimeDelta::minutes(3);
+/// How long a nominated node is protected from disruption (upstream: 20 s).
+pub const NOMINATION_WINDOW: TimeDelta = TimeDelta::seconds(20);
+
+/// Groups pod arrivals into batches so one solve sees a whole scale-up.
+#[derive(Clone, Debug)]
+pub struct Batcher {
+    pub idle: TimeDelta,
+    pub max: TimeDelta,
+    opened: Option<DateTime<Utc>>,
+    last: Option<DateTime<Utc>>,
+}
+
+impl Default for Batcher {
+    fn default() -> Self {
+        Batcher::new(BATCH_IDLE, BATCH_MAX)
+    }
+}
+
+impl Batcher {
+    pub fn new(idle: TimeDelta, max: TimeDelta) -> Batcher {
+        Batcher {
+            idle,
+            max,
+            opened: None,
+            last: None,
+        }
+    }
+
+    /// A provisionable pod was seen at `now`.
+    pub fn trigger(&mut self, now: DateTime<Utc>) {
+        self.opened.get_or_insert(now);
+        self.last = Some(now);
+    }
+
+    /// When the open batch will close, if one is open.
+    pub fn closes_at(&self) -> Option<DateTime<Utc>> {
+        let (opened, last) = (self.opened?, self.last?);
+        Some((last + self.idle).min(opened + self.max))
+    }
+
+    /// True (and the batch is reset) when the open batch has closed at `now`.
+    pub fn take_if_closed(&mut self, now: DateTime<Utc>) -> bool {
+        match self.closes_at() {
+            Some(at) if now >= at => {
+                self.opened = None;
+                self.last = None;
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Offerings recently refused with insufficient capacity: (instance type, zone, capacity
+/// type) -> until when they stay out (upstream's unavailable-offerings cache).
+#[derive(Clone, Debug, Default)]
+pub struct UnavailableOfferings {
+    until: HashMap<(String, String, CapacityType), DateTime<Utc>>,
+}
+
+impl UnavailableOfferings {
+    /// Records an ICE for the offering at `now`.
+    pub fn mark(&mut self, instance_type: &str, zone: &str, ct: CapacityType, now: DateTime<Utc>) {
+        self.until.insert(
+            (instance_type.to_string(), zone.to_string(), ct),
+            now + UNAVAILABLE_OFFERING_TTL,
+        );
+    }
+
+    /// True while the offering is out.
+    pub fn is_unavailable(&self, instance_type: &str, zone: &str, ct: CapacityType, now: DateTime<Utc>) -> bool {
+        self.until
+            .get(&(instance_type.to_string(), zone.to_string(), ct))
+            .is_some_and(|t| now < *t)
+    }
+
+    /// Drops expired entries.
+    pub fn expire(&mut self, now: DateTime<Utc>) {
+        self.until.retain(|_, t| now < *t);
+    }
+
+    /// The instance types with unavailable offerings marked `available: false`; types
+    /// without entries are shared, not copied.
+    pub fn apply(&self, types: &[Arc<InstanceType>], now: DateTime<Utc>) -> Vec<Arc<InstanceType>> {
+        types
+            .iter()
+            .map(|it| {
+                let hit = |o: &Offering| self.is_unavailable(&it.name, &o.zone, o.capacity_type, now);
+                if !it.offerings.iter().any(|o| o.available && hit(o)) {
+                    return it.clone();
+                }
+                let mut copy = (**it).clone();
+                for o in &mut copy.offerings {
+                    if hit(o) {
+                        o.available = false;
+                    }
+                }
+                Arc::new(copy)
+            })
+            .collect()
+    }
+}
+
+/// Nodes that just received pods: not disruptable for [`NOMINATION_WINDOW`].
+#[derive(Clone, Debug, Default)]
+pub struct Nominations {
+    until: HashMap<String, DateTime<Utc>>,
+}
+
+impl Nominations {
+    pub fn nominate(&mut self, node: &str, now: DateTime<Utc>) {
+        self.until.insert(node.to_string(), now + NOMINATION_WINDOW);
+    }
+
+    pub fn is_nominated(&self, node: &str, now: DateTime<Utc>) -> bool {
+        self.until.get(node).is_some_and(|t| now < *t)
+    }
+
+    /// When the node's nomination ends, if it is nominated.
+    pub fn nominated_until(&self, node: &str, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        self.until.get(node).copied().filter(|t| now < *t)
+    }
+}
+
+/// The offering a planned NodeClaim launches with.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Launch {
+    pub instance_type: String,
+    pub zone: String,
+    pub capacity_type: CapacityType,
+    pub price: f64,
+}
+
+/// Picks the launch for a NodeClaim as the AWS provider does: spot when the requirements
+/// allow it, but only spot offerings no pricier than the cheapest on-demand offering;
+/// otherwise the cheapest on-demand offering. Ties keep the claim's option order.
+pub fn choose_launch(claim: &NewNodeClaim) -> Option<Launch> {
+    let allowed = |o: &Offering| o.available && offering_allowed(o, &claim.requirements);
+    let cheapest = |ct: CapacityType, cap: f64| -> Option<Launch> {
+        let mut best: Option<Launch> = None;
+        for it in &claim.instance_types {
+            for o in it.offerings.iter().filter(|o| o.capacity_type == ct && allowed(o) && o.price <= cap) {
+                if best.as_ref().is_none_or(|b| o.price < b.price) {
+                    best = Some(Launch {
+                        instance_type: it.name.clone(),
+                        zone: o.zone.clone(),
+                        capacity_type: ct,
+                        price: o.price,
+                    });
+                }
+            }
+        }
+        best
+    };
+    let cheapest_on_demand = cheapest(CapacityType::OnDemand, f64::INFINITY);
+    let spot_allowed = claim
+        .requirements
+        .get(labels::CAPACITY_TYPE)
+        .is_none_or(|r| r.has(CapacityType::Spot.as_str()));
+    if spot_allowed {
+        let cap = cheapest_on_demand.as_ref().map_or(f64::INFINITY, |l| l.price);
+        if let Some(spot) = cheapest(CapacityType::Spot, cap) {
+            return Some(spot);
+        }
+    }
+    cheapest_on_demand.or_else(|| cheapest(CapacityType::Reserved, f64::INFINITY))
+}
+
+#[cfg(test)]
+mod tests;

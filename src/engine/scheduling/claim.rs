@@ -1,0 +1,263 @@
+//! Where a pod can go: an existing node (or in-flight NodeClaim) with room, or a NodeClaim
+//! planned in this round whose instance-type options still fit everything added to it.
+//! Mirrors upstream `ExistingNode.Add` and `NodeClaim.Add` with their failure reasons.
+
+use crate::api::labels;
+use crate::api::nodeclaim::Taint;
+use crate::engine::pod::HostPort;
+use crate::engine::requirements::{Requirements, allow_no_undefined, allow_well_known_labels};
+use crate::engine::resources::{Resources, format_milli};
+
+use super::preferences::WorkPod;
+use super::template::{Template, tolerates};
+use super::topology::Topology;
+
+/// Room on a node that already exists (or is launching).
+#[derive(Clone, Debug)]
+pub struct ExistingSlot {
+    pub name: String,
+    pub requirements: Requirements,
+    pub taints: Vec<Taint>,
+    /// Allocatable minus what bound and nominated pods request.
+    pub available: Resources,
+    pub host_ports: Vec<HostPort>,
+    pub initialized: bool,
+    /// Pods (indices into the solve's pod list) placed here this round.
+    pub pods: Vec<usize>,
+}
+
+impl ExistingSlot {
+    /// Places the pod if it fits every constraint; the error says why not.
+    /// `inverse` lists the anti-affinity groups of other pods that select this pod
+    /// ([`Topology::inverse_selecting`]), computed once per placement attempt.
+    pub fn try_add(&mut self, topology: &mut Topology, w: &WorkPod, idx: usize, inverse: &[usize]) -> Result<(), String> {
+        let pod = &w.pod;
+        let topo = w.has_topology || !inverse.is_empty();
+        if !pod.requests.fits_in(&self.available) {
+            return Err("not enough free resources".into());
+        }
+        tolerates(&pod.tolerations, &self.taints, w.tolerate_prefer)?;
+        if let Some(hp) = pod.host_ports.iter().find(|p| self.host_ports.iter().any(|u| u.conflicts(p))) {
+            return Err(format!("host port {} in use", hp.port));
+        }
+        self.requirements
+            .compatible(&w.requirements, &allow_no_undefined)
+            .map_err(|e| e.to_string())?;
+        if topo {
+            let topo = topology
+                .requirements_for(pod, &w.strict, &self.requirements, inverse)
+                .map_err(|e| e.to_string())?;
+            self.requirements.compatible(&topo, &allow_no_undefined).map_err(|e| e.to_string())?;
+        }
+        self.available.sub(&pod.requests);
+        self.host_ports.extend(pod.host_ports.iter().cloned());
+        self.pods.push(idx);
+        topology.record(pod, &self.requirements);
+        Ok(())
+    }
+}
+
+/// A NodeClaim this round will create.
+#[derive(Clone, Debug)]
+pub struct PlannedClaim {
+    /// Index of the NodePool template.
+    pub template: usize,
+    /// Placeholder hostname (a topology domain until the node exists).
+    pub hostname: String,
+    pub requirements: Requirements,
+    /// Indices into the template's options that still fit.
+    pub options: Vec<u32>,
+    /// DaemonSet overhead plus every pod added.
+    pub requests: Resources,
+    /// Element-wise max over the options of (allocatable - requests): a pod that does not
+    /// fit in this cannot fit any option, so it is rejected without a scan.
+    pub headroom: Resources,
+    pub pods: Vec<usize>,
+    pub host_ports: Vec<HostPort>,
+}
+
+impl PlannedClaim {
+    /// A claim with every option of the template that respects the limits.
+    pub fn new(template_idx: usize, t: &Template, hostname: String, options: Vec<u32>) -> PlannedClaim {
+        let mut requirements = t.requirements.clone();
+        requirements.add(crate::engine::requirements::Requirement::in_values(labels::HOSTNAME, [hostname.clone()]));
+        let mut c = PlannedClaim {
+            template: template_idx,
+            hostname,
+            requirements,
+            options,
+            requests: t.daemon_overhead.clone(),
+            headroom: Resources::default(),
+            pods: Vec::new(),
+            host_ports: Vec::new(),
+        };
+        c.headroom = c.compute_headroom(t);
+        c
+    }
+
+    fn compute_headroom(&self, t: &Template) -> Resources {
+        let mut h = Resources::default();
+        for &i in &self.options {
+            let mut free = t.options[i as usize].allocatable.clone();
+            free.sub(&self.requests);
+            h.max(&free);
+        }
+        h
+    }
+
+    /// Adds the pod if some option still satisfies everything; upstream `NodeClaim.Add`.
+    /// `inverse` as for [`ExistingSlot::try_add`].
+    pub fn try_add(
+        &mut self,
+        t: &Template,
+        topology: &mut Topology,
+        w: &WorkPod,
+        idx: usize,
+        inverse: &[usize],
+    ) -> Result<(), String> {
+        let pod = &w.pod;
+        let topo = w.has_topology || !inverse.is_empty();
+        if !pod.requests.fits_in(&self.headroom) {
+            let (name, need, have) = pod
+                .requests
+                .first_shortfall(&self.headroom)
+                .unwrap_or_else(|| ("cpu".into(), 0, 0));
+            return Err(format!(
+                "no instance type has enough resources: {name} needs {} more, at most {} free",
+                format_milli(&name, need),
+                format_milli(&name, have.max(0))
+            ));
+        }
+        tolerates(&pod.tolerations, &t.taints, w.tolerate_prefer)?;
+        if let Some(hp) = pod.host_ports.iter().find(|p| self.host_ports.iter().any(|u| u.conflicts(p))) {
+            return Err(format!("host port {} in use", hp.port));
+        }
+        let mut reqs = None;
+        if !w.requirements.is_empty() || topo {
+            // Merge only when the pod narrows something: most pods add nothing, and the
+            // clone would dominate the solve.
+            let merged;
+            let base = if w.requirements.is_empty() {
+                &self.requirements
+            } else {
+                self.requirements
+                    .compatible(&w.requirements, &allow_well_known_labels)
+                    .map_err(|e| e.describe(&format!("nodepool {:?}", t.nodepool)).to_string())?;
+                let mut r = self.requirements.clone();
+                r.add_all(&w.requirements);
+                merged = r;
+                &merged
+            };
+            let topo_reqs = if topo {
+                let tr = topology
+                    .requirements_for(pod, &w.strict, base, inverse)
+                    .map_err(|e| e.to_string())?;
+                base.compatible(&tr, &allow_well_known_labels).map_err(|e| e.to_string())?;
+                Some(tr)
+            } else {
+                None
+            };
+            let implied = topo_reqs.as_ref().is_none_or(|tr| implies(base, tr));
+            if !std::ptr::eq(base, &self.requirements) || !implied {
+                let mut r = base.clone();
+                if let Some(tr) = &topo_reqs {
+                    r.add_all(tr);
+                }
+                if r != self.requirements {
+                    reqs = Some(r);
+                }
+            }
+        }
+        let mut requests = self.requests.clone();
+        requests.add(&pod.requests);
+        let req_ref = reqs.as_ref().unwrap_or(&self.requirements);
+        let mut flags = FilterFlags::default();
+        let remaining: Vec<u32> = self
+            .options
+            .iter()
+            .copied()
+            .filter(|&i| {
+                let o = &t.options[i as usize];
+                let fits = requests.fits_in(&o.allocatable);
+                if reqs.is_none() {
+                    flags.fits |= fits;
+                    return fits;
+                }
+                let compat = o.requirements.intersects(req_ref).is_ok();
+                let offering = compat && o.has_offering(req_ref);
+                flags.record(compat, fits, offering);
+                compat && fits && offering
+            })
+            .collect();
+        if remaining.is_empty() {
+            return Err(format!(
+                "no instance type satisfied resources {} and requirements {} ({})",
+                requests,
+                display_without_hostname(req_ref),
+                flags.reason(reqs.is_none())
+            ));
+        }
+        if req_ref.has_min_values() {
+            let labels: Vec<&Requirements> = remaining.iter().map(|&i| &t.options[i as usize].requirements).collect();
+            if let Err(short) = req_ref.satisfies_min_values(&labels) {
+                let msg: Vec<String> = short.iter().map(ToString::to_string).collect();
+                return Err(format!("minValues not met: {}", msg.join("; ")));
+            }
+        }
+        self.options = remaining;
+        self.requests = requests;
+        if let Some(r) = reqs {
+            self.requirements = r;
+        }
+        self.headroom = self.compute_headroom(t);
+        self.pods.push(idx);
+        self.host_ports.extend(pod.host_ports.iter().cloned());
+        topology.record(pod, &self.requirements);
+        Ok(())
+    }
+}
+
+/// True when every requirement of `extra` is already implied by `base` (base allows only
+/// values extra allows), so adding it would change nothing.
+fn implies(base: &Requirements, extra: &Requirements) -> bool {
+    extra.iter().all(|e| {
+        base.get(e.key())
+            .is_some_and(|b| !b.is_complement() && !b.values().is_empty() && b.values().iter().all(|v| e.has(v)))
+    })
+}
+
+fn display_without_hostname(r: &Requirements) -> String {
+    let mut r = r.clone();
+    r.remove(labels::HOSTNAME);
+    r.remove(labels::NODEPOOL);
+    r.to_string()
+}
+
+/// Which criteria some instance type met, to say which one excluded all of them
+/// (upstream `filterResults.FailureReason`).
+#[derive(Default)]
+struct FilterFlags {
+    compat: bool,
+    fits: bool,
+    offering: bool,
+}
+
+impl FilterFlags {
+    fn record(&mut self, compat: bool, fits: bool, offering: bool) {
+        self.compat |= compat;
+        self.fits |= fits;
+        self.offering |= offering;
+    }
+
+    fn reason(&self, only_fit_checked: bool) -> &'static str {
+        if only_fit_checked || (self.compat && !self.fits) {
+            return "no instance type has enough resources";
+        }
+        match (self.compat, self.fits, self.offering) {
+            (false, false, _) => "no instance type met the scheduling requirements or had enough resources",
+            (false, true, _) => "no instance type met all requirements",
+            (true, true, false) => "no instance type which met the scheduling requirements and had enough resources had a required offering",
+            _ => "no instance type met the requirements/resources/offering tuple",
+        }
+    }
+}

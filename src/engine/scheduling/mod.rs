@@ -1,0 +1,464 @@
+//! The scheduling simulation: given pending pods, existing nodes, NodePools and instance
+//! types, decide where every pod goes and which NodeClaims to create.
+//!
+//! Upstream order and rules (`pkg/controllers/provisioning/scheduling/scheduler.go`): pods
+//! sorted by CPU then memory, descending; each pod tries existing nodes (initialized
+//! first), then NodeClaims planned this round, then a new NodeClaim from the NodePools in
+//! weight order; a pod that fails has one preference relaxed and goes to the back of the
+//! queue; the loop ends when a whole pass over the queue makes no progress.
+//!
+//! Two deliberate differences, both for speed without changing outcomes upstream relies
+//! on: planned NodeClaims are tried in creation order (first fit; upstream re-sorts them
+//! by pod count before every pod), and a NodeClaim whose roomiest option cannot fit the
+//! smallest pod of the batch is no longer tried.
+
+pub mod benchmark;
+mod claim;
+mod preferences;
+mod queue;
+mod template;
+mod topology;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+use crate::api::labels;
+use crate::api::nodeclaim::{Taint, TaintEffect};
+use crate::api::nodepool::NodePool;
+use crate::engine::catalog::InstanceType;
+use crate::engine::pod::{HostPort, Pod, PodKey};
+use crate::engine::requirements::Requirements;
+use crate::engine::resources::Resources;
+
+pub use claim::{ExistingSlot, PlannedClaim};
+pub use preferences::WorkPod;
+pub use template::{Template, TypeOption, offering_allowed};
+pub use topology::{Kind as TopologyKind, Topology};
+
+/// Upstream's cap on instance-type options sent to the cloud provider per NodeClaim.
+pub const MAX_INSTANCE_TYPES: usize = 60;
+
+/// What to do when a NodeClaim's instance types cannot meet a `minValues` requirement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum MinValuesPolicy {
+    /// The pod fails to schedule (upstream default).
+    #[default]
+    Strict,
+    /// The requirement is relaxed to what is available and the NodeClaim annotated.
+    BestEffort,
+}
+
+/// A NodePool and the instance types it may launch (already narrowed to its NodeClass;
+/// offerings marked unavailable by the ICE cache are skipped).
+#[derive(Clone, Debug)]
+pub struct PoolInput<'a> {
+    pub nodepool: &'a NodePool,
+    pub instance_types: Vec<Arc<InstanceType>>,
+    /// Capacity of the pool's existing nodes, counted against `spec.limits`.
+    pub in_use: Resources,
+}
+
+/// A node (or launched, not yet registered NodeClaim) pods may be placed on.
+#[derive(Clone, Debug)]
+pub struct NodeInput {
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    pub taints: Vec<Taint>,
+    pub allocatable: Resources,
+    /// Requests of pods bound or nominated to it (DaemonSet pods included).
+    pub requested: Resources,
+    pub host_ports: Vec<HostPort>,
+    pub initialized: bool,
+}
+
+/// Everything a solve reads.
+#[derive(Clone, Debug, Default)]
+pub struct SolveInput<'a> {
+    pub pools: Vec<PoolInput<'a>>,
+    pub nodes: Vec<NodeInput>,
+    /// DaemonSet pod templates (their requests are every new node's overhead).
+    pub daemonsets: Vec<Pod>,
+    /// Pods already bound, with their node's labels: they count toward topology.
+    pub bound: Vec<(&'a Pod, &'a BTreeMap<String, String>)>,
+    pub min_values_policy: MinValuesPolicy,
+}
+
+/// A NodeClaim the solve decided to create.
+#[derive(Clone, Debug)]
+pub struct NewNodeClaim {
+    pub nodepool: String,
+    /// Requirements for the NodeClaim spec (hostname placeholder removed).
+    pub requirements: Requirements,
+    /// Compatible instance types that fit, cheapest offering first, at most 60.
+    pub instance_types: Vec<Arc<InstanceType>>,
+    /// DaemonSet overhead plus the pods' requests.
+    pub requests: Resources,
+    pub pods: Vec<PodKey>,
+    /// True when a BestEffort minValues requirement had to be relaxed.
+    pub min_values_relaxed: bool,
+}
+
+/// Pods placed on an existing node (they get nominated to it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Nomination {
+    pub node: String,
+    pub pods: Vec<PodKey>,
+}
+
+/// The outcome of a solve.
+#[derive(Clone, Debug, Default)]
+pub struct Results {
+    pub new_nodeclaims: Vec<NewNodeClaim>,
+    pub nominations: Vec<Nomination>,
+    /// Why each pod that could not be placed stays pending, in words an operator can act on.
+    pub errors: BTreeMap<PodKey, String>,
+}
+
+impl Results {
+    /// Pods that were placed somewhere.
+    pub fn scheduled(&self) -> usize {
+        self.new_nodeclaims.iter().map(|c| c.pods.len()).sum::<usize>()
+            + self.nominations.iter().map(|n| n.pods.len()).sum::<usize>()
+    }
+}
+
+/// Solves one batch of pods. Deterministic: the same input gives the same output.
+pub fn solve(input: &SolveInput, pods: &[&Pod]) -> Results {
+    let mut templates: Vec<Template> = Vec::new();
+    let mut in_use: Vec<Resources> = Vec::new();
+    let mut errors = BTreeMap::new();
+    let mut pool_errors = Vec::new();
+    for p in &input.pools {
+        match Template::new(p.nodepool, &p.instance_types, &input.daemonsets) {
+            Ok(t) => {
+                templates.push(t);
+                in_use.push(p.in_use.clone());
+            }
+            Err(e) => pool_errors.push(format!(
+                "nodepool {:?} has invalid requirements: {e}",
+                p.nodepool.metadata.name.as_deref().unwrap_or("")
+            )),
+        }
+    }
+    // Weight descending; ties broken by name descending (upstream orders NodePools this way).
+    let mut order: Vec<usize> = (0..templates.len()).collect();
+    order.sort_by(|&a, &b| {
+        templates[b]
+            .weight
+            .cmp(&templates[a].weight)
+            .then_with(|| templates[b].nodepool.cmp(&templates[a].nodepool))
+    });
+    let prefer_no_schedule = templates
+        .iter()
+        .any(|t| t.taints.iter().any(|x| x.effect == TaintEffect::PreferNoSchedule));
+
+    let mut topology = Topology::new(domain_universe(&templates, &input.nodes));
+    for (pod, node_labels) in &input.bound {
+        topology.add_inverse_for_bound(pod, node_labels);
+    }
+
+    let mut slots: Vec<ExistingSlot> = input
+        .nodes
+        .iter()
+        .map(|n| {
+            let mut available = n.allocatable.clone();
+            available.sub(&n.requested);
+            ExistingSlot {
+                name: n.name.clone(),
+                requirements: Requirements::from_labels(&n.labels),
+                taints: n.taints.clone(),
+                available,
+                host_ports: n.host_ports.clone(),
+                initialized: n.initialized,
+                pods: Vec::new(),
+            }
+        })
+        .collect();
+    slots.sort_by(|a, b| b.initialized.cmp(&a.initialized).then_with(|| a.name.cmp(&b.name)));
+
+    let mut work: Vec<WorkPod> = Vec::with_capacity(pods.len());
+    let mut queue_pods = Vec::with_capacity(pods.len());
+    for p in pods {
+        match WorkPod::new(p) {
+            Ok(w) => {
+                queue_pods.push(work.len());
+                work.push(w);
+            }
+            Err(e) => {
+                errors.insert(p.key.clone(), format!("invalid node selection: {e}"));
+            }
+        }
+    }
+    let bound = &input.bound;
+    for w in &work {
+        if w.has_topology {
+            topology.add_pod(&w.pod, &w.strict, &mut || Box::new(bound.iter().map(|(p, l)| (*p, *l))));
+        }
+    }
+
+    // The smallest request of the batch: planned claims that cannot fit it are closed.
+    let mut smallest = Resources {
+        cpu: i64::MAX,
+        memory: i64::MAX,
+        pods: 1000,
+        ..Default::default()
+    };
+    for w in &work {
+        smallest.cpu = smallest.cpu.min(w.pod.requests.cpu);
+        smallest.memory = smallest.memory.min(w.pod.requests.memory);
+    }
+
+    let mut claims: Vec<PlannedClaim> = Vec::new();
+    let mut open: Vec<usize> = Vec::new();
+    let mut remaining: Vec<Option<Limits>> = templates
+        .iter()
+        .zip(&in_use)
+        .map(|(t, used)| {
+            t.limits
+                .as_ref()
+                .map(|l| l.iter().map(|(n, v)| (n.clone(), v - used.get(n))).collect())
+        })
+        .collect();
+
+    let mut cursors: HashMap<(usize, bool, i32), usize> = HashMap::new();
+    let mut q = queue::Queue::new(queue_pods, |i| &work[i].pod);
+    while let Some(i) = q.pop() {
+        let result = place(
+            i,
+            &work[i],
+            &mut slots,
+            &mut claims,
+            &mut open,
+            &templates,
+            &order,
+            &mut remaining,
+            &mut topology,
+            &smallest,
+            &mut cursors,
+        );
+        match result {
+            Ok(()) => {
+                errors.remove(&work[i].pod.key);
+            }
+            Err(e) => {
+                let e = if pool_errors.is_empty() { e } else { format!("{e}; {}", pool_errors.join("; ")) };
+                errors.insert(work[i].pod.key.clone(), e);
+                let relaxed = work[i].relax(prefer_no_schedule).is_some();
+                if relaxed && work[i].has_topology {
+                    topology.remove_pod(&work[i].pod);
+                    topology.add_pod(&work[i].pod, &work[i].strict, &mut || Box::new(bound.iter().map(|(p, l)| (*p, *l))));
+                }
+                q.push(i, relaxed);
+            }
+        }
+    }
+
+    let mut results = Results {
+        errors,
+        ..Default::default()
+    };
+    for s in &slots {
+        if !s.pods.is_empty() {
+            results.nominations.push(Nomination {
+                node: s.name.clone(),
+                pods: s.pods.iter().map(|&i| work[i].pod.key.clone()).collect(),
+            });
+        }
+    }
+    for c in claims {
+        match finalize(c, &templates, &work, input.min_values_policy) {
+            Ok(nc) => results.new_nodeclaims.push(nc),
+            Err((pods, why)) => {
+                for p in pods {
+                    results.errors.insert(p, why.clone());
+                }
+            }
+        }
+    }
+    results
+}
+
+#[allow(clippy::too_many_arguments)]
+fn place(
+    i: usize,
+    w: &WorkPod,
+    slots: &mut [ExistingSlot],
+    claims: &mut Vec<PlannedClaim>,
+    open: &mut Vec<usize>,
+    templates: &[Template],
+    order: &[usize],
+    remaining: &mut [Option<Limits>],
+    topology: &mut Topology,
+    smallest: &Resources,
+    cursors: &mut HashMap<(usize, bool, i32), usize>,
+) -> Result<(), String> {
+    let inverse = topology.inverse_selecting(&w.pod);
+    for s in slots.iter_mut() {
+        if s.try_add(topology, w, i, &inverse).is_ok() {
+            return Ok(());
+        }
+    }
+    // Planned claims before `start` already hold as many pods of one of the pod's
+    // hostname-limited groups as allowed; they would reject it, so skip them.
+    let mut start = 0;
+    for (g, inv, limit) in topology.hostname_limits(&w.pod, &inverse) {
+        let cursor = cursors.entry((g, inv, limit)).or_insert(0);
+        while *cursor < claims.len() && topology.hostname_blocked(g, inv, limit, &claims[*cursor].hostname) {
+            *cursor += 1;
+        }
+        start = start.max(*cursor);
+    }
+    let first = open.partition_point(|&c| c < start);
+    let mut closed = Vec::new();
+    let mut placed = false;
+    for (pos, &c) in open.iter().enumerate().skip(first) {
+        let claim = &mut claims[c];
+        if claim.try_add(&templates[claim.template], topology, w, i, &inverse).is_ok() {
+            placed = true;
+        }
+        if !smallest.fits_in(&claim.headroom) {
+            closed.push(pos);
+        }
+        if placed {
+            break;
+        }
+    }
+    for pos in closed.into_iter().rev() {
+        open.remove(pos);
+    }
+    if placed {
+        return Ok(());
+    }
+    if templates.is_empty() {
+        return Err("no NodePool can launch nodes (none exists, or none is ready)".into());
+    }
+    let mut errs = Vec::new();
+    for &t in order {
+        let template = &templates[t];
+        let options: Vec<u32> = (0..template.options.len() as u32)
+            .filter(|&o| {
+                remaining[t]
+                    .as_ref()
+                    .is_none_or(|r| within_limits(&template.options[o as usize].it.capacity, r))
+            })
+            .collect();
+        if options.is_empty() {
+            errs.push(if template.options.is_empty() {
+                format!("nodepool {:?}: no instance type is compatible with its requirements and available", template.nodepool)
+            } else {
+                format!("nodepool {:?}: all available instance types exceed its limits", template.nodepool)
+            });
+            continue;
+        }
+        let hostname = format!("hostname-placeholder-{:04}", claims.len() + 1);
+        topology.register(labels::HOSTNAME, &hostname);
+        let mut claim = PlannedClaim::new(t, template, hostname, options);
+        match claim.try_add(template, topology, w, i, &inverse) {
+            Ok(()) => {
+                if let Some(r) = remaining[t].as_mut() {
+                    // Pessimistic, as upstream: assume the largest option launches.
+                    let mut largest = Resources::default();
+                    for &o in &claim.options {
+                        largest.max(&template.options[o as usize].it.capacity);
+                    }
+                    for (name, left) in r.iter_mut() {
+                        *left -= largest.get(name);
+                    }
+                }
+                claims.push(claim);
+                open.push(claims.len() - 1);
+                return Ok(());
+            }
+            Err(e) => errs.push(format!(
+                "incompatible with nodepool {:?}, daemonset overhead={}: {e}",
+                template.nodepool, template.daemon_overhead
+            )),
+        }
+    }
+    Err(errs.join("; "))
+}
+
+/// What a pool's limits leave, per named resource (milli-units). Limits only constrain
+/// the resources they name, so this is a list rather than a full [`Resources`].
+type Limits = Vec<(String, i64)>;
+
+/// True when an instance type's capacity stays within what the limits leave.
+fn within_limits(capacity: &Resources, remaining: &Limits) -> bool {
+    remaining.iter().all(|(n, r)| capacity.get(n) <= *r)
+}
+
+fn finalize(
+    c: PlannedClaim,
+    templates: &[Template],
+    work: &[WorkPod],
+    policy: MinValuesPolicy,
+) -> Result<NewNodeClaim, (Vec<PodKey>, String)> {
+    let t = &templates[c.template];
+    let mut requirements = c.requirements;
+    requirements.remove(labels::HOSTNAME);
+    let mut priced: Vec<(f64, &TypeOption)> = c
+        .options
+        .iter()
+        .map(|&i| &t.options[i as usize])
+        .filter_map(|o| o.cheapest(&requirements).map(|off| (off.price, o)))
+        .collect();
+    priced.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.it.name.cmp(&b.1.it.name)));
+    let mut chosen: Vec<&TypeOption> = priced.iter().map(|(_, o)| *o).collect();
+    let pods: Vec<PodKey> = c.pods.iter().map(|&i| work[i].pod.key.clone()).collect();
+    let mut relaxed = false;
+    if requirements.has_min_values() {
+        // Keep the cheapest 60, widening only as far as minValues needs.
+        let reqs: Vec<&Requirements> = chosen.iter().map(|o| &o.requirements).collect();
+        match requirements.satisfies_min_values(&reqs) {
+            Ok(needed) => chosen.truncate(needed.max(MAX_INSTANCE_TYPES.min(chosen.len()))),
+            Err(short) if policy == MinValuesPolicy::Strict => {
+                let msg: Vec<String> = short.iter().map(ToString::to_string).collect();
+                return Err((pods, format!("minValues not met: {}", msg.join("; "))));
+            }
+            Err(_) => {
+                relaxed = true;
+                chosen.truncate(MAX_INSTANCE_TYPES);
+            }
+        }
+    } else {
+        chosen.truncate(MAX_INSTANCE_TYPES);
+    }
+    Ok(NewNodeClaim {
+        nodepool: t.nodepool.clone(),
+        requirements,
+        instance_types: chosen.into_iter().map(|o| o.it.clone()).collect(),
+        requests: c.requests,
+        pods,
+        min_values_relaxed: relaxed,
+    })
+}
+
+/// Every value each topology key can take: from the pools' instance types (labels and
+/// available offerings' zones) and from existing nodes' labels.
+fn domain_universe(templates: &[Template], nodes: &[NodeInput]) -> HashMap<String, BTreeSet<String>> {
+    let mut domains: HashMap<String, BTreeSet<String>> = HashMap::new();
+    for t in templates {
+        for o in &t.options {
+            for r in o.requirements.iter() {
+                if r.is_complement() || r.key() == labels::NODEPOOL {
+                    continue;
+                }
+                let allowed = t.requirements.get(r.key());
+                for v in r.values() {
+                    if allowed.is_none_or(|a| a.has(v)) {
+                        domains.entry(r.key().to_string()).or_default().insert(v.clone());
+                    }
+                }
+            }
+        }
+    }
+    for n in nodes {
+        for (k, v) in &n.labels {
+            domains.entry(k.clone()).or_default().insert(v.clone());
+        }
+    }
+    domains
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,342 @@
+//! Acceptance tests of the scheduling simulation, on small hand-made catalogs.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::api::nodepool::NodePool;
+use crate::engine::catalog::{CapacityType, InstanceType, Offering};
+use crate::engine::pod::{AffinityTerm, Pod, SpreadConstraint};
+use crate::engine::resources::Resources;
+use crate::engine::selector::Selector;
+
+const GIB: i64 = 1 << 30;
+
+fn it(name: &str, cpu: i64, mem_gib: i64, price: f64, zones: &[&str]) -> Arc<InstanceType> {
+    let mut offerings = Vec::new();
+    for z in zones {
+        offerings.push(Offering {
+            zone: z.to_string(),
+            capacity_type: CapacityType::OnDemand,
+            price,
+            available: true,
+        });
+        offerings.push(Offering {
+            zone: z.to_string(),
+            capacity_type: CapacityType::Spot,
+            price: price * 0.4,
+            available: true,
+        });
+    }
+    Arc::new(InstanceType {
+        name: name.to_string(),
+        labels: BTreeMap::from([
+            (labels::INSTANCE_TYPE.to_string(), name.to_string()),
+            (labels::ARCH.to_string(), "amd64".to_string()),
+            (labels::OS.to_string(), "linux".to_string()),
+        ]),
+        capacity: Resources {
+            cpu: cpu * 1000,
+            memory: mem_gib * GIB * 1000,
+            pods: 110_000,
+            ..Default::default()
+        },
+        overhead: Resources::default(),
+        offerings,
+    })
+}
+
+fn two_and_four() -> Vec<Arc<InstanceType>> {
+    vec![
+        it("small.2cpu", 2, 8, 0.2, &["zone-a", "zone-b", "zone-c"]),
+        it("large.4cpu", 4, 16, 0.4, &["zone-a", "zone-b", "zone-c"]),
+    ]
+}
+
+fn pool(yaml_extra: &str, name: &str) -> NodePool {
+    let text = format!(
+        "apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {{name: {name}}}
+spec:
+  template:
+    spec:
+      nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}
+      requirements: []
+{yaml_extra}"
+    );
+    serde_norway::from_str(&text).expect("test pool parses")
+}
+
+fn cpu_pod(name: &str, millicores: i64) -> Pod {
+    Pod::new("default", name, Resources::cpu_mem(millicores, 256 << 20))
+}
+
+fn input<'a>(pools: &'a [NodePool], types: &[Arc<InstanceType>]) -> SolveInput<'a> {
+    SolveInput {
+        pools: pools
+            .iter()
+            .map(|p| PoolInput {
+                nodepool: p,
+                instance_types: types.to_vec(),
+                in_use: Resources::default(),
+            })
+            .collect(),
+        ..Default::default()
+    }
+}
+
+fn names(c: &NewNodeClaim) -> Vec<&str> {
+    c.instance_types.iter().map(|t| t.name.as_str()).collect()
+}
+
+#[test]
+fn one_pod_one_claim_listing_every_fitting_type_cheapest_first() {
+    let pools = [pool("", "default")];
+    let p = cpu_pod("p", 1000);
+    let r = solve(&input(&pools, &two_and_four()), &[&p]);
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    assert_eq!(r.new_nodeclaims.len(), 1);
+    assert_eq!(names(&r.new_nodeclaims[0]), vec!["small.2cpu", "large.4cpu"]);
+    assert_eq!(r.new_nodeclaims[0].nodepool, "default");
+}
+
+#[test]
+fn a_label_no_nodepool_offers_leaves_the_pod_pending_with_the_label_named() {
+    let pools = [pool("", "default")];
+    let mut p = cpu_pod("p", 1000);
+    p.node_selector.insert("example.com/team".into(), "ml".into());
+    let r = solve(&input(&pools, &two_and_four()), &[&p]);
+    assert!(r.new_nodeclaims.is_empty());
+    let why = &r.errors[&p.key];
+    assert!(why.contains("example.com/team"), "{why}");
+}
+
+#[test]
+fn the_heavier_nodepool_wins_and_equal_weights_go_to_the_name_sorting_last() {
+    let spot = pool(
+        "  weight: 10\n",
+        "spot",
+    );
+    let od = pool("  weight: 50\n", "on-demand");
+    let pools = [spot, od];
+    let p = cpu_pod("p", 1000);
+    let r = solve(&input(&pools, &two_and_four()), &[&p]);
+    assert_eq!(r.new_nodeclaims[0].nodepool, "on-demand");
+
+    let pools = [pool("  weight: 10\n", "alpha"), pool("  weight: 10\n", "beta")];
+    let r = solve(&input(&pools, &two_and_four()), &[&p]);
+    assert_eq!(r.new_nodeclaims[0].nodepool, "beta");
+}
+
+#[test]
+fn limits_are_applied_pessimistically_and_named_in_the_reason() {
+    let pools = [pool("  limits: {cpu: 3}\n", "default")];
+    let anti = AffinityTerm {
+        selector: Selector::from_labels(&BTreeMap::from([("app".to_string(), "db".to_string())])),
+        namespaces: vec![],
+        topology_key: labels::HOSTNAME.into(),
+        weight: 0,
+    };
+    let mut a = cpu_pod("a", 1500);
+    let mut b = cpu_pod("b", 1500);
+    for p in [&mut a, &mut b] {
+        p.labels.insert("app".into(), "db".into());
+        p.anti_affinity.push(anti.clone());
+    }
+    let r = solve(&input(&pools, &two_and_four()), &[&a, &b]);
+    assert_eq!(r.new_nodeclaims.len(), 1, "{:?}", r.errors);
+    assert_eq!(names(&r.new_nodeclaims[0]), vec!["small.2cpu"]);
+    assert_eq!(r.errors.len(), 1);
+    let why = r.errors.values().next().unwrap();
+    assert!(why.contains("limits"), "{why}");
+}
+
+#[test]
+fn daemonset_overhead_is_part_of_every_new_node() {
+    let pools = [pool("", "default")];
+    let ds = Pod::new("kube-system", "ds", Resources::cpu_mem(1000, 0));
+    let p = cpu_pod("p", 1500);
+    let mut inp = input(&pools, &two_and_four());
+    inp.daemonsets = vec![ds];
+    let r = solve(&inp, &[&p]);
+    let c = &r.new_nodeclaims[0];
+    assert_eq!(names(c), vec!["large.4cpu"]);
+    assert_eq!(c.requests.cpu, 2500);
+}
+
+#[test]
+fn zonal_spread_puts_two_pods_in_each_of_three_zones() {
+    let pools = [pool("", "default")];
+    let app = BTreeMap::from([("app".to_string(), "web".to_string())]);
+    let pods: Vec<Pod> = (0..6)
+        .map(|i| {
+            let mut p = cpu_pod(&format!("web-{i}"), 1000);
+            p.labels = app.clone();
+            p.spread.push(SpreadConstraint {
+                max_skew: 1,
+                topology_key: labels::ZONE.into(),
+                hard: true,
+                selector: Selector::from_labels(&app),
+                min_domains: None,
+                honor_node_affinity: true,
+                honor_node_taints: false,
+                match_label_keys: vec![],
+            });
+            p
+        })
+        .collect();
+    let refs: Vec<&Pod> = pods.iter().collect();
+    let r = solve(&input(&pools, &two_and_four()), &refs);
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    let mut per_zone: BTreeMap<String, usize> = BTreeMap::new();
+    for c in &r.new_nodeclaims {
+        let zone = c.requirements.get(labels::ZONE).expect("pinned to a zone");
+        assert_eq!(zone.values().len(), 1, "claim not pinned: {zone}");
+        *per_zone.entry(zone.values()[0].clone()).or_default() += c.pods.len();
+    }
+    assert_eq!(
+        per_zone,
+        BTreeMap::from([("zone-a".into(), 2), ("zone-b".into(), 2), ("zone-c".into(), 2)])
+    );
+}
+
+#[test]
+fn existing_nodes_with_room_are_used_before_new_claims() {
+    let pools = [pool("", "default")];
+    let mut inp = input(&pools, &two_and_four());
+    inp.nodes.push(NodeInput {
+        name: "node-1".into(),
+        labels: BTreeMap::from([(labels::ZONE.to_string(), "zone-a".to_string())]),
+        taints: vec![],
+        allocatable: Resources { pods: 110_000, ..Resources::cpu_mem(4000, 16 * GIB) },
+        requested: Resources::cpu_mem(1000, GIB),
+        host_ports: vec![],
+        initialized: true,
+    });
+    let p = cpu_pod("p", 2000);
+    let big = cpu_pod("big", 3500);
+    let r = solve(&inp, &[&p, &big]);
+    assert_eq!(r.nominations, vec![Nomination { node: "node-1".into(), pods: vec![p.key.clone()] }]);
+    assert_eq!(r.new_nodeclaims.len(), 1);
+    assert_eq!(r.new_nodeclaims[0].pods, vec![big.key.clone()]);
+}
+
+#[test]
+fn preferred_node_affinity_is_relaxed_when_it_cannot_be_met() {
+    let pools = [pool("", "default")];
+    let mut p = cpu_pod("p", 1000);
+    p.node_affinity = Some(serde_json::from_value(serde_json::json!({
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 50, "preference": {"matchExpressions": [
+                {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["does-not-exist"]}]}}
+        ]
+    })).unwrap());
+    let r = solve(&input(&pools, &two_and_four()), &[&p]);
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    assert_eq!(r.new_nodeclaims.len(), 1);
+}
+
+/// Random batches of pods with random sizes, hostname anti-affinity and zonal spreads.
+fn arb_pods() -> impl Strategy<Value = Vec<Pod>> {
+    prop::collection::vec((1i64..=8, 0u8..4, 0u8..3), 1..40).prop_map(|specs| {
+        specs
+            .into_iter()
+            .enumerate()
+            .map(|(i, (cpu_quarter, kind, app))| {
+                let mut p = cpu_pod(&format!("p{i}"), cpu_quarter * 250);
+                // Spread pods get their own apps so only they count toward their skew.
+                let prefix = if kind == 2 { "s" } else { "a" };
+                let labels = BTreeMap::from([("app".to_string(), format!("{prefix}{app}"))]);
+                p.labels = labels.clone();
+                match kind {
+                    1 => p.anti_affinity.push(AffinityTerm {
+                        selector: Selector::from_labels(&labels),
+                        namespaces: vec![],
+                        topology_key: labels::HOSTNAME.into(),
+                        weight: 0,
+                    }),
+                    2 => p.spread.push(SpreadConstraint {
+                        max_skew: 1,
+                        topology_key: labels::ZONE.into(),
+                        hard: true,
+                        selector: Selector::from_labels(&labels),
+                        min_domains: None,
+                        honor_node_affinity: true,
+                        honor_node_taints: false,
+                        match_label_keys: vec![],
+                    }),
+                    _ => {}
+                }
+                p
+            })
+            .collect()
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn no_claim_is_overcommitted_and_hard_constraints_hold(pods in arb_pods()) {
+        let pools = [pool("", "default")];
+        let refs: Vec<&Pod> = pods.iter().collect();
+        let types = two_and_four();
+        let r = solve(&input(&pools, &types), &refs);
+        let by_key: BTreeMap<_, _> = pods.iter().map(|p| (p.key.clone(), p)).collect();
+        // Every pod is either placed once or has a reason.
+        prop_assert_eq!(r.scheduled() + r.errors.len(), pods.len());
+        let mut zone_counts: BTreeMap<(String, String), i32> = BTreeMap::new();
+        for c in &r.new_nodeclaims {
+            let mut sum = Resources::default();
+            for k in &c.pods { sum.add(&by_key[k].requests); }
+            // The cheapest (first) option must hold everything: no over-commit.
+            let first = &c.instance_types[0];
+            prop_assert!(sum.fits_in(&first.allocatable()), "{} over-committed", first.name);
+            for t in &c.instance_types { prop_assert!(sum.fits_in(&t.allocatable())); }
+            // Hostname anti-affinity: a pod with it shares its node with no pod of its app.
+            for k in &c.pods {
+                let p = by_key[k];
+                if !p.anti_affinity.is_empty() {
+                    let same_app = c.pods.iter().filter(|o| by_key[*o].labels["app"] == p.labels["app"]).count();
+                    prop_assert_eq!(same_app, 1, "anti-affinity violated for {}", p.key);
+                }
+            }
+            let zone = c.requirements.get(labels::ZONE);
+            for k in &c.pods {
+                let p = by_key[k];
+                if !p.spread.is_empty() {
+                    let z = zone.expect("spread pods pin their claim's zone");
+                    prop_assert_eq!(z.values().len(), 1);
+                    *zone_counts.entry((p.labels["app"].clone(), z.values()[0].clone())).or_default() += 1;
+                }
+            }
+        }
+        // Zonal spread: per app, max - min over the three zones is at most 1.
+        let apps: std::collections::BTreeSet<String> = zone_counts.keys().map(|(a, _)| a.clone()).collect();
+        for app in apps {
+            let counts: Vec<i32> = ["zone-a", "zone-b", "zone-c"]
+                .iter()
+                .map(|z| zone_counts.get(&(app.clone(), z.to_string())).copied().unwrap_or(0))
+                .collect();
+            let (mx, mn) = (counts.iter().max().unwrap(), counts.iter().min().unwrap());
+            prop_assert!(mx - mn <= 1, "skew violated for {}: {:?}", app, counts);
+        }
+    }
+
+    #[test]
+    fn the_same_input_gives_the_same_output(pods in arb_pods()) {
+        let pools = [pool("", "default")];
+        let refs: Vec<&Pod> = pods.iter().collect();
+        let types = two_and_four();
+        let a = solve(&input(&pools, &types), &refs);
+        let b = solve(&input(&pools, &types), &refs);
+        let shape = |r: &Results| -> Vec<(Vec<String>, Vec<PodKey>, String)> {
+            r.new_nodeclaims.iter().map(|c| (c.instance_types.iter().map(|t| t.name.clone()).collect(), c.pods.clone(), c.requirements.to_string())).collect()
+        };
+        prop_assert_eq!(shape(&a), shape(&b));
+        prop_assert_eq!(a.errors, b.errors);
+    }
+}

@@ -1,0 +1,495 @@
+//! Topology: pod counts per domain (zone, hostname, ...) for every spread constraint and
+//! pod (anti-)affinity term in play, and the domains each constraint leaves open.
+//!
+//! Mirrors upstream `scheduling/topology.go` and `topologygroup.go`: identical constraints
+//! of many pods (a deployment's 100 replicas) share one group; spread picks the least
+//! loaded domain within maxSkew, affinity picks domains that already hold matching pods
+//! (or bootstraps one when the pod selects itself), anti-affinity picks empty domains.
+//! Unlike upstream, a domain choice looks only at the domains the node could be in when
+//! that set is finite (a NodeClaim's own hostname), so self-anti-affinity over thousands
+//! of new nodes stays O(1) per check instead of a scan of every hostname.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use crate::api::labels;
+use crate::engine::pod::{AffinityTerm, Pod, SpreadConstraint};
+use crate::engine::requirements::{Requirement, Requirements, allow_well_known_labels};
+use crate::engine::selector::Selector;
+
+/// What kind of rule a group enforces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Kind {
+    Spread,
+    Affinity,
+    AntiAffinity,
+}
+
+impl Kind {
+    fn describe(self) -> &'static str {
+        match self {
+            Kind::Spread => "topology spread",
+            Kind::Affinity => "pod affinity",
+            Kind::AntiAffinity => "pod anti-affinity",
+        }
+    }
+}
+
+/// The identity of a group: constraints that hash equal are tracked once.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct GroupKey {
+    pub kind: Kind,
+    pub key: String,
+    pub namespaces: BTreeSet<String>,
+    pub selector: Selector,
+    pub max_skew: i32,
+    pub min_domains: Option<i32>,
+    /// Spread only: nodes count toward a domain only when compatible with these (the
+    /// pod's own node selection, nodeAffinityPolicy Honor).
+    pub node_filter: Option<Requirements>,
+}
+
+/// Counts of matching pods per domain of one constraint.
+#[derive(Clone, Debug)]
+pub struct Group {
+    pub id: GroupKey,
+    counts: HashMap<String, i32>,
+    /// Domains with count 0, kept so anti-affinity need not scan every domain.
+    empty: BTreeSet<String>,
+}
+
+impl Group {
+    fn new(id: GroupKey, domains: &BTreeSet<String>) -> Group {
+        Group {
+            counts: domains.iter().map(|d| (d.clone(), 0)).collect(),
+            empty: domains.clone(),
+            id,
+        }
+    }
+
+    /// True when the pod is one of the pods this group counts.
+    pub fn selects(&self, pod: &Pod) -> bool {
+        self.id.namespaces.contains(&pod.key.namespace) && self.id.selector.matches(&pod.labels)
+    }
+
+    fn counts_on(&self, node: &Requirements) -> bool {
+        self.id
+            .node_filter
+            .as_ref()
+            .is_none_or(|f| node.is_compatible(f, &allow_well_known_labels))
+    }
+
+    fn register(&mut self, domain: &str) {
+        if !self.counts.contains_key(domain) {
+            self.counts.insert(domain.to_string(), 0);
+            self.empty.insert(domain.to_string());
+        }
+    }
+
+    fn record(&mut self, domain: &str) {
+        let c = self.counts.entry(domain.to_string()).or_insert(0);
+        *c += 1;
+        self.empty.remove(domain);
+    }
+
+    /// The count of one domain (0 for unknown domains).
+    pub fn count(&self, domain: &str) -> i32 {
+        self.counts.get(domain).copied().unwrap_or(0)
+    }
+
+    /// Domain counts, sorted, for explanations and tests.
+    pub fn domains(&self) -> BTreeMap<&str, i32> {
+        self.counts.iter().map(|(k, v)| (k.as_str(), *v)).collect()
+    }
+
+    /// Candidate domains: those the node could be in, or all known ones.
+    fn candidates<'a>(&'a self, node: &'a Requirement) -> Box<dyn Iterator<Item = &'a str> + 'a> {
+        if !node.is_complement() {
+            Box::new(node.values().iter().map(String::as_str).filter(|d| self.counts.contains_key(*d)))
+        } else {
+            Box::new(self.counts.keys().map(String::as_str).filter(|d| node.has(d)))
+        }
+    }
+
+    /// The domains a pod may go to under this group, as a requirement on the group's key;
+    /// an empty requirement means none.
+    fn next(&self, pod: &Pod, pod_domains: &Requirement, node_domains: &Requirement) -> Requirement {
+        match self.id.kind {
+            Kind::Spread => self.next_spread(pod, pod_domains, node_domains),
+            Kind::Affinity => self.next_affinity(pod, pod_domains, node_domains),
+            Kind::AntiAffinity => self.next_anti_affinity(pod_domains, node_domains),
+        }
+    }
+
+    fn min_count(&self, pod_domains: &Requirement) -> i32 {
+        // A new hostname can always be created, so hostname spreads have a global min of 0.
+        if self.id.key == labels::HOSTNAME {
+            return 0;
+        }
+        let mut min = i32::MAX;
+        let mut eligible = 0;
+        for (d, c) in &self.counts {
+            if pod_domains.has(d) {
+                eligible += 1;
+                min = min.min(*c);
+            }
+        }
+        if self.id.min_domains.is_some_and(|m| eligible < m) || min == i32::MAX {
+            0
+        } else {
+            min
+        }
+    }
+
+    fn next_spread(&self, pod: &Pod, pod_domains: &Requirement, node_domains: &Requirement) -> Requirement {
+        let min = self.min_count(pod_domains);
+        let self_selecting = self.selects(pod) as i32;
+        let mut best: Option<(&str, i32)> = None;
+        for d in self.candidates(node_domains) {
+            if !pod_domains.has(d) {
+                continue;
+            }
+            let count = self.count(d) + self_selecting;
+            if count - min <= self.id.max_skew && best.is_none_or(|(bd, bc)| count < bc || (count == bc && d < bd)) {
+                best = Some((d, count));
+            }
+        }
+        match best {
+            Some((d, _)) => Requirement::in_values(&self.id.key, [d]),
+            None => Requirement::does_not_exist(&self.id.key),
+        }
+    }
+
+    fn next_affinity(&self, pod: &Pod, pod_domains: &Requirement, node_domains: &Requirement) -> Requirement {
+        let mut options: Vec<&str> = self
+            .counts
+            .iter()
+            .filter(|(d, c)| **c > 0 && pod_domains.has(d))
+            .map(|(d, _)| d.as_str())
+            .collect();
+        if options.is_empty() && self.selects(pod) {
+            // Bootstrap: the first pod of a self-affine group picks a domain, preferring
+            // one the node is already in (upstream does the same for in-flight nodes).
+            let mut candidates: Vec<&str> = self.candidates(node_domains).filter(|d| pod_domains.has(d)).collect();
+            candidates.sort_unstable();
+            if let Some(d) = candidates.first() {
+                options.push(d);
+            } else if !node_domains.is_complement() {
+                // The node's domain is not registered yet (a brand-new hostname).
+                options.extend(node_domains.values().iter().map(String::as_str).filter(|d| pod_domains.has(d)).take(1));
+            }
+        }
+        if options.is_empty() {
+            Requirement::does_not_exist(&self.id.key)
+        } else {
+            Requirement::in_values(&self.id.key, options)
+        }
+    }
+
+    fn next_anti_affinity(&self, pod_domains: &Requirement, node_domains: &Requirement) -> Requirement {
+        let options: Vec<&str> = if node_domains.is_complement() {
+            self.empty.iter().map(String::as_str).filter(|d| pod_domains.has(d) && node_domains.has(d)).collect()
+        } else {
+            node_domains
+                .values()
+                .iter()
+                .map(String::as_str)
+                .filter(|d| pod_domains.has(d) && self.count(d) == 0)
+                .collect()
+        };
+        if options.is_empty() {
+            Requirement::does_not_exist(&self.id.key)
+        } else {
+            Requirement::in_values(&self.id.key, options)
+        }
+    }
+}
+
+/// Why a pod's topology cannot be satisfied on a node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TopologyError {
+    pub kind: Kind,
+    pub key: String,
+}
+
+impl std::fmt::Display for TopologyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "unsatisfiable {} on {:?}: no eligible domain", self.kind.describe(), self.key)
+    }
+}
+
+/// All groups of one scheduling round.
+#[derive(Clone, Debug, Default)]
+pub struct Topology {
+    groups: Vec<Group>,
+    index: HashMap<GroupKey, usize>,
+    /// Groups whose anti-affinity owners repel the pods the group selects.
+    inverse: Vec<Group>,
+    inverse_index: HashMap<GroupKey, usize>,
+    /// Known domains per topology key.
+    domains: HashMap<String, BTreeSet<String>>,
+    /// Groups each pod (by uid) owns.
+    owned: HashMap<String, Vec<usize>>,
+}
+
+impl Topology {
+    /// Starts with the domain universe: every value of every key the NodePools and
+    /// instance types could produce, plus the labels of existing nodes.
+    pub fn new(domains: HashMap<String, BTreeSet<String>>) -> Topology {
+        Topology {
+            domains,
+            ..Default::default()
+        }
+    }
+
+    /// Makes a domain known (a new NodeClaim's placeholder hostname).
+    pub fn register(&mut self, key: &str, domain: &str) {
+        if self.domains.entry(key.to_string()).or_default().insert(domain.to_string()) {
+            for g in self.groups.iter_mut().chain(self.inverse.iter_mut()) {
+                if g.id.key == key {
+                    g.register(domain);
+                }
+            }
+        }
+    }
+
+    fn group_keys(pod: &Pod, strict: &Requirements) -> Vec<GroupKey> {
+        let ns = |term: &AffinityTerm| -> BTreeSet<String> {
+            if term.namespaces.is_empty() {
+                BTreeSet::from([pod.key.namespace.clone()])
+            } else {
+                term.namespaces.iter().cloned().collect()
+            }
+        };
+        let mut keys = Vec::new();
+        for s in &pod.spread {
+            keys.push(spread_key(pod, s, strict));
+        }
+        for (kind, terms) in [
+            (Kind::Affinity, &pod.affinity),
+            (Kind::Affinity, &pod.preferred_affinity),
+            (Kind::AntiAffinity, &pod.anti_affinity),
+            (Kind::AntiAffinity, &pod.preferred_anti_affinity),
+        ] {
+            for t in terms {
+                keys.push(GroupKey {
+                    kind,
+                    key: t.topology_key.clone(),
+                    namespaces: ns(t),
+                    selector: t.selector.clone(),
+                    max_skew: 0,
+                    min_domains: None,
+                    node_filter: None,
+                });
+            }
+        }
+        keys
+    }
+
+    /// Creates (or joins) the groups a pod's constraints need, counting the cluster's
+    /// existing pods into new groups. `bound` yields every bound pod with its node's labels.
+    pub fn add_pod<'a>(
+        &mut self,
+        pod: &Pod,
+        strict: &Requirements,
+        bound: &mut dyn FnMut() -> Box<dyn Iterator<Item = (&'a Pod, &'a BTreeMap<String, String>)> + 'a>,
+    ) {
+        let mut owned = Vec::new();
+        for key in Self::group_keys(pod, strict) {
+            let idx = match self.index.get(&key) {
+                Some(i) => *i,
+                None => {
+                    let domains = self.domains.get(&key.key).cloned().unwrap_or_default();
+                    let mut g = Group::new(key.clone(), &domains);
+                    for (p, node_labels) in bound() {
+                        if !g.selects(p) {
+                            continue;
+                        }
+                        let Some(domain) = node_labels.get(&g.id.key) else { continue };
+                        if g.counts_on(&Requirements::from_labels(node_labels)) {
+                            g.record(domain);
+                        }
+                    }
+                    self.groups.push(g);
+                    self.index.insert(key, self.groups.len() - 1);
+                    self.groups.len() - 1
+                }
+            };
+            owned.push(idx);
+        }
+        self.owned.insert(pod.uid.clone(), owned);
+    }
+
+    /// Registers the inverse anti-affinity of pods already bound in the cluster: pods they
+    /// select must stay out of their domains.
+    pub fn add_inverse_for_bound(&mut self, pod: &Pod, node_labels: &BTreeMap<String, String>) {
+        for t in &pod.anti_affinity {
+            if let Some(domain) = node_labels.get(&t.topology_key) {
+                let key = self.inverse_key(pod, t);
+                let i = self.inverse_group(key);
+                self.inverse[i].record(domain);
+            }
+        }
+    }
+
+    fn inverse_key(&self, pod: &Pod, t: &AffinityTerm) -> GroupKey {
+        GroupKey {
+            kind: Kind::AntiAffinity,
+            key: t.topology_key.clone(),
+            namespaces: if t.namespaces.is_empty() {
+                BTreeSet::from([pod.key.namespace.clone()])
+            } else {
+                t.namespaces.iter().cloned().collect()
+            },
+            selector: t.selector.clone(),
+            max_skew: 0,
+            min_domains: None,
+            node_filter: None,
+        }
+    }
+
+    fn inverse_group(&mut self, key: GroupKey) -> usize {
+        if let Some(i) = self.inverse_index.get(&key) {
+            return *i;
+        }
+        let domains = self.domains.get(&key.key).cloned().unwrap_or_default();
+        self.inverse.push(Group::new(key.clone(), &domains));
+        self.inverse_index.insert(key, self.inverse.len() - 1);
+        self.inverse.len() - 1
+    }
+
+    /// Forgets a pod's groups, for preference relaxation (the groups stay for others).
+    pub fn remove_pod(&mut self, pod: &Pod) {
+        self.owned.remove(&pod.uid);
+    }
+
+    /// The extra requirements the pod's topology imposes on a node with `node` requirements.
+    pub fn requirements_for(
+        &self,
+        pod: &Pod,
+        strict: &Requirements,
+        node: &Requirements,
+        inverse: &[usize],
+    ) -> Result<Requirements, TopologyError> {
+        let mut out = Requirements::new();
+        let owned = self.owned.get(&pod.uid).map(Vec::as_slice).unwrap_or_default();
+        let groups = owned
+            .iter()
+            .map(|i| &self.groups[*i])
+            .chain(inverse.iter().map(|i| &self.inverse[*i]));
+        for g in groups {
+            let exists = Requirement::exists(&g.id.key);
+            let pod_domains = strict.get(&g.id.key).unwrap_or(&exists);
+            let node_domains = node.get(&g.id.key).unwrap_or(&exists);
+            let next = g.next(pod, pod_domains, node_domains);
+            if next.is_empty() {
+                return Err(TopologyError {
+                    kind: g.id.kind,
+                    key: g.id.key.clone(),
+                });
+            }
+            out.add(next);
+        }
+        Ok(out)
+    }
+
+    /// Counts a placed pod into every group that selects it, and records its own
+    /// anti-affinity terms as inverse groups.
+    pub fn record(&mut self, pod: &Pod, node: &Requirements) {
+        for g in &mut self.groups {
+            if !g.selects(pod) || !g.counts_on(node) {
+                continue;
+            }
+            let Some(r) = node.get(&g.id.key) else { continue };
+            if r.is_complement() {
+                continue;
+            }
+            if g.id.kind == Kind::AntiAffinity {
+                // Conservative, as upstream: every domain the node might be in.
+                for d in r.values().to_vec() {
+                    g.record(&d);
+                }
+            } else if r.values().len() == 1 {
+                g.record(&r.values()[0]);
+            }
+        }
+        for t in pod.anti_affinity.clone() {
+            let key = self.inverse_key(pod, &t);
+            let i = self.inverse_group(key);
+            if let Some(r) = node.get(&t.topology_key)
+                && !r.is_complement()
+            {
+                for d in r.values().to_vec() {
+                    self.inverse[i].record(&d);
+                }
+            }
+        }
+    }
+
+    /// The inverse anti-affinity groups that select this pod: other pods' required
+    /// anti-affinity it must respect even without constraints of its own.
+    pub fn inverse_selecting(&self, pod: &Pod) -> Vec<usize> {
+        (0..self.inverse.len()).filter(|&i| self.inverse[i].selects(pod)).collect()
+    }
+
+    /// The groups that allow only a bounded count of matching pods per hostname for this
+    /// pod: its own hostname anti-affinity and hostname spreads, and other pods' hostname
+    /// anti-affinity selecting it. Returns (group, inverse?, highest count still allowed).
+    /// Counts only grow during a solve, so a node blocked by one of these stays blocked;
+    /// the scheduler uses that to skip nodes it already knows are full for the group.
+    pub fn hostname_limits(&self, pod: &Pod, inverse: &[usize]) -> Vec<(usize, bool, i32)> {
+        let mut out = Vec::new();
+        for &i in self.owned.get(&pod.uid).map(Vec::as_slice).unwrap_or_default() {
+            let g = &self.groups[i];
+            if g.id.key != labels::HOSTNAME {
+                continue;
+            }
+            match g.id.kind {
+                Kind::AntiAffinity => out.push((i, false, 0)),
+                Kind::Spread => out.push((i, false, g.id.max_skew - g.selects(pod) as i32)),
+                Kind::Affinity => {}
+            }
+        }
+        for &i in inverse {
+            if self.inverse[i].id.key == labels::HOSTNAME {
+                out.push((i, true, 0));
+            }
+        }
+        out
+    }
+
+    /// True when the hostname already holds more matching pods than the limit allows.
+    pub fn hostname_blocked(&self, group: usize, inverse: bool, limit: i32, hostname: &str) -> bool {
+        let g = if inverse { &self.inverse[group] } else { &self.groups[group] };
+        g.count(hostname) > limit
+    }
+
+    /// The groups, for explanations and tests.
+    pub fn groups(&self) -> &[Group] {
+        &self.groups
+    }
+}
+
+fn spread_key(pod: &Pod, s: &SpreadConstraint, strict: &Requirements) -> GroupKey {
+    let mut selector = s.selector.clone();
+    // matchLabelKeys narrows the selector to pods with the same values (e.g. pod-template-hash).
+    if let crate::engine::selector::Selector::Match(exprs) = &mut selector {
+        for k in &s.match_label_keys {
+            if let Some(v) = pod.labels.get(k) {
+                exprs.push(crate::engine::selector::Expr::In(k.clone(), vec![v.clone()]));
+            }
+        }
+    }
+    GroupKey {
+        kind: Kind::Spread,
+        key: s.topology_key.clone(),
+        namespaces: BTreeSet::from([pod.key.namespace.clone()]),
+        selector,
+        max_skew: s.max_skew,
+        min_domains: s.min_domains,
+        node_filter: if s.honor_node_affinity && !strict.is_empty() {
+            Some(strict.clone())
+        } else {
+            None
+        },
+    }
+}
