@@ -69,6 +69,8 @@ const NODECLAIM: Shape = Shape {
     no_rules: &[],
 };
 
+// Upstream declares EC2NodeClass `spec` omitempty; we keep kube's `required: [spec]` because
+// a spec-less object could not be read back into our types (and is useless upstream too).
 const EC2NODECLASS: Shape = Shape {
     defaults: &[
         "spec.metadataOptions",
