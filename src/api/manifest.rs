@@ -53,7 +53,7 @@ impl Object {
 }
 
 /// How bad a diagnostic is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Severity {
     Error,
     Warning,
@@ -345,8 +345,9 @@ spec:
     fn unknown_fields_warn() {
         let text = POOL.replace("metadata: {name: default}", "metadata: {name: default}\nspec2: 1").replace("  template:", "  tempalte: {}\n  template:");
         let l = load("np.yaml", &text);
-        let warnings: Vec<_> = l.diagnostics.iter().map(|d| (d.severity, d.path.as_str())).collect();
-        assert_eq!(warnings, vec![(Severity::Warning, "spec2"), (Severity::Warning, "spec.tempalte")]);
+        let mut warnings: Vec<_> = l.diagnostics.iter().map(|d| (d.severity, d.path.as_str())).collect();
+        warnings.sort();
+        assert_eq!(warnings, vec![(Severity::Warning, "spec.tempalte"), (Severity::Warning, "spec2")]);
     }
 
     #[test]
