@@ -24,7 +24,11 @@ spec:
 ",
     )
     .expect("pool parses");
-    let types: Vec<_> = Catalog::synthetic(400, 42).instance_types.into_iter().map(Arc::new).collect();
+    let types: Vec<_> = Catalog::synthetic(400, 42)
+        .instance_types
+        .into_iter()
+        .map(Arc::new)
+        .collect();
     let mut group = c.benchmark_group("solve");
     group.sample_size(10);
     for n in [1000usize, 5000, 20000] {
@@ -38,7 +42,9 @@ spec:
             }],
             ..Default::default()
         };
-        group.bench_with_input(BenchmarkId::from_parameter(n), &refs, |b, refs| b.iter(|| solve(&input, refs)));
+        group.bench_with_input(BenchmarkId::from_parameter(n), &refs, |b, refs| {
+            b.iter(|| solve(&input, refs))
+        });
     }
     group.finish();
 }

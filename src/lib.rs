@@ -2,5 +2,5 @@
 //! model. See DESIGN.md for the map of the crate.
 
 pub mod api;
-pub mod engine;
 pub mod bench;
+pub mod engine;

@@ -84,7 +84,10 @@ fn run_validate(files: &[std::path::PathBuf]) -> ExitCode {
         for (doc, object) in &loaded.objects {
             let violations = validation::validate(object);
             for v in &violations {
-                eprintln!("{}", Diagnostic::error(&source, *doc, v.path.clone(), v.message.clone()));
+                eprintln!(
+                    "{}",
+                    Diagnostic::error(&source, *doc, v.path.clone(), v.message.clone())
+                );
             }
             let verdict = if violations.is_empty() {
                 format!("valid ({})", describe(object))
@@ -93,11 +96,19 @@ fn run_validate(files: &[std::path::PathBuf]) -> ExitCode {
                 let n = violations.len();
                 format!("invalid ({n} problem{})", if n == 1 { "" } else { "s" })
             };
-            summary.push_str(&format!("{source}:{doc}: {} {}: {verdict}\n", object.kind(), object.name()));
+            summary.push_str(&format!(
+                "{source}:{doc}: {} {}: {verdict}\n",
+                object.kind(),
+                object.name()
+            ));
         }
     }
     print_stdout(&summary);
-    if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 /// The few facts an operator wants to confirm at a glance.
@@ -107,11 +118,18 @@ fn describe(object: &Object) -> String {
             let t = &np.spec.template.spec;
             let budgets = np.spec.disruption.budgets.len();
             let mut parts = vec![
-                format!("{} requirement{}", t.requirements.len(), plural(t.requirements.len())),
+                format!(
+                    "{} requirement{}",
+                    t.requirements.len(),
+                    plural(t.requirements.len())
+                ),
                 format!("{budgets} budget{}", plural(budgets)),
                 format!("{:?}", np.spec.disruption.consolidation_policy),
                 format!("expireAfter {}", t.expire_after),
-                format!("nodeClassRef {}/{}", t.node_class_ref.kind, t.node_class_ref.name),
+                format!(
+                    "nodeClassRef {}/{}",
+                    t.node_class_ref.kind, t.node_class_ref.name
+                ),
             ];
             if let Some(w) = np.spec.weight {
                 parts.push(format!("weight {w}"));
@@ -131,7 +149,11 @@ fn describe(object: &Object) -> String {
                 .as_ref()
                 .and_then(|s| s.node_name.as_deref())
                 .unwrap_or("not registered");
-            format!("{} requirement{}, {pool}, node {node}", nc.spec.requirements.len(), plural(nc.spec.requirements.len()))
+            format!(
+                "{} requirement{}, {pool}, node {node}",
+                nc.spec.requirements.len(),
+                plural(nc.spec.requirements.len())
+            )
         }
         Object::EC2NodeClass(nc) => {
             let s = &nc.spec;
@@ -140,7 +162,13 @@ fn describe(object: &Object) -> String {
                 .iter()
                 .find_map(|t| t.alias.clone())
                 .map(|a| format!("alias {a}"))
-                .unwrap_or_else(|| format!("{} AMI term{}", s.ami_selector_terms.len(), plural(s.ami_selector_terms.len())));
+                .unwrap_or_else(|| {
+                    format!(
+                        "{} AMI term{}",
+                        s.ami_selector_terms.len(),
+                        plural(s.ami_selector_terms.len())
+                    )
+                });
             let iam = match (&s.role, &s.instance_profile) {
                 (Some(r), _) => format!("role {r}"),
                 (_, Some(p)) => format!("instanceProfile {p}"),

@@ -15,8 +15,11 @@ use std::process::{Command, Stdio};
 const BIN: &str = env!("CARGO_BIN_EXE_karpenter-tui");
 const FIXTURES: &str = "tests/fixtures/v1beta1";
 
-/// Per fixture: warnings that must appear, as (document, field path, message substring).
-const EXPECTED: &[(&str, &[(usize, &str, &str)])] = &[
+/// A warning that must appear: (document, field path, message substring).
+type ExpectedWarning = (usize, &'static str, &'static str);
+
+/// Per fixture: the warnings that must appear.
+const EXPECTED: &[(&str, &[ExpectedWarning])] = &[
     (
         "general-purpose.yaml",
         &[

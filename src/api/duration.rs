@@ -137,7 +137,9 @@ impl GoDuration {
             return false;
         }
         while !rest.is_empty() {
-            let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+            let digits = rest
+                .find(|c: char| !c.is_ascii_digit())
+                .unwrap_or(rest.len());
             if digits == 0 || digits == rest.len() {
                 return false;
             }

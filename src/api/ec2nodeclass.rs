@@ -5,6 +5,10 @@
 //! `pkg/apis/v1/ec2nodeclass.go`; the CEL rules are its `+kubebuilder:validation:XValidation`
 //! markers.
 
+// kube's `printcolumn(...)` repeats `type_` and `priority` once per column; clippy reads
+// the repeats as duplicated attributes.
+#![allow(clippy::duplicated_attributes)]
+
 use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
@@ -16,7 +20,13 @@ use super::nodeclaim::NodeSelectorRequirementWithMinValues;
 use super::quantity::Quantity;
 
 /// AMI families with an `alias` (lower-case) and the version rules that apply to them.
-pub const ALIAS_FAMILIES: &[&str] = &["al2", "al2023", "bottlerocket", "windows2019", "windows2022"];
+pub const ALIAS_FAMILIES: &[&str] = &[
+    "al2",
+    "al2023",
+    "bottlerocket",
+    "windows2019",
+    "windows2022",
+];
 
 /// Configuration of the EC2 instances a NodePool launches.
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -32,9 +42,22 @@ pub const ALIAS_FAMILIES: &[&str] = &["al2", "al2023", "bottlerocket", "windows2
     status = "EC2NodeClassStatus",
     derive = "PartialEq",
     doc = "EC2NodeClass is the Schema for the EC2NodeClass API",
-    printcolumn(json_path = ".status.conditions[?(@.type==\"Ready\")].status", name = "Ready", type_ = "string"),
-    printcolumn(json_path = ".metadata.creationTimestamp", name = "Age", type_ = "date"),
-    printcolumn(json_path = ".spec.role", name = "Role", type_ = "string", priority = "1")
+    printcolumn(
+        json_path = ".status.conditions[?(@.type==\"Ready\")].status",
+        name = "Ready",
+        type_ = "string"
+    ),
+    printcolumn(
+        json_path = ".metadata.creationTimestamp",
+        name = "Age",
+        type_ = "date"
+    ),
+    printcolumn(
+        json_path = ".spec.role",
+        name = "Role",
+        type_ = "string",
+        priority = "1"
+    )
 )]
 #[x_kube(validation = Rule::new("has(self.amiSelectorTerms) && self.amiSelectorTerms.exists(x, has(x.alias)) ? true : has(self.amiFamily)").message("amiFamily must be set if amiSelectorTerms does not contain an alias"))]
 #[x_kube(validation = Rule::new("(has(self.role) && !has(self.instanceProfile)) || (!has(self.role) && has(self.instanceProfile))").message("must specify exactly one of ['role', 'instanceProfile']"))]
@@ -101,7 +124,11 @@ pub struct EC2NodeClassSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detailed_monitoring: Option<bool>,
     /// Overrides the subnet's public-IP setting.
-    #[serde(default, rename = "associatePublicIPAddress", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "associatePublicIPAddress",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub associate_public_ip_address: Option<bool>,
     /// Reserved-capacity context (Outposts / capacity reservations).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -228,7 +255,11 @@ pub enum InstanceStorePolicy {
 #[x_kube(validation = Rule::new("has(self.evictionSoftGracePeriod) ? self.evictionSoftGracePeriod.all(e, (e in self.evictionSoft)):true").message("evictionSoftGracePeriod OwnerKey does not have a matching evictionSoft"))]
 pub struct KubeletConfiguration {
     /// Cluster DNS server addresses.
-    #[serde(default, rename = "clusterDNS", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "clusterDNS",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub cluster_dns: Option<Vec<String>>,
     /// Maximum pods per node; overrides the ENI-based default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -264,15 +295,27 @@ pub struct KubeletConfiguration {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eviction_max_pod_grace_period: Option<i32>,
     /// Disk usage above which image GC always runs.
-    #[serde(default, rename = "imageGCHighThresholdPercent", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "imageGCHighThresholdPercent",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[schemars(range(min = 0, max = 100))]
     pub image_gc_high_threshold_percent: Option<i32>,
     /// Disk usage below which image GC never runs.
-    #[serde(default, rename = "imageGCLowThresholdPercent", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "imageGCLowThresholdPercent",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[schemars(range(min = 0, max = 100))]
     pub image_gc_low_threshold_percent: Option<i32>,
     /// Enforce CPU limits with CFS quota.
-    #[serde(default, rename = "cpuCFSQuota", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "cpuCFSQuota",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub cpu_cfs_quota: Option<bool>,
 }
 
@@ -309,7 +352,11 @@ pub struct BlockDevice {
     #[serde(default, rename = "kmsKeyID", skip_serializing_if = "Option::is_none")]
     pub kms_key_id: Option<String>,
     /// Snapshot to restore from.
-    #[serde(default, rename = "snapshotID", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "snapshotID",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub snapshot_id: Option<String>,
     /// Throughput in MiB/s (gp3).
     #[serde(default, skip_serializing_if = "Option::is_none")]

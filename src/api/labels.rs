@@ -153,7 +153,8 @@ pub const POD_DELETION_COST: &str = "controller.kubernetes.io/pod-deletion-cost"
 pub const DEPRECATED_DO_NOT_EVICT: &str = "karpenter.sh/do-not-evict";
 pub const DEPRECATED_DO_NOT_CONSOLIDATE: &str = "karpenter.sh/do-not-consolidate";
 /// v1beta1 -> v1 conversion annotations upstream's conversion webhook wrote.
-pub const V1BETA1_KUBELET_CONVERSION: &str = "compatibility.karpenter.sh/v1beta1-kubelet-conversion";
+pub const V1BETA1_KUBELET_CONVERSION: &str =
+    "compatibility.karpenter.sh/v1beta1-kubelet-conversion";
 pub const V1BETA1_NODECLASS_REFERENCE: &str =
     "compatibility.karpenter.sh/v1beta1-nodeclass-reference";
 

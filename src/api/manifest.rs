@@ -86,7 +86,12 @@ impl fmt::Display for Diagnostic {
 }
 
 impl Diagnostic {
-    pub fn error(source: &str, document: usize, path: impl Into<String>, message: impl Into<String>) -> Self {
+    pub fn error(
+        source: &str,
+        document: usize,
+        path: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
         Diagnostic {
             severity: Severity::Error,
             source: source.to_string(),
@@ -96,7 +101,12 @@ impl Diagnostic {
         }
     }
 
-    pub fn warning(source: &str, document: usize, path: impl Into<String>, message: impl Into<String>) -> Self {
+    pub fn warning(
+        source: &str,
+        document: usize,
+        path: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
         Diagnostic {
             severity: Severity::Warning,
             ..Diagnostic::error(source, document, path, message)
@@ -151,32 +161,48 @@ fn classify(value: &Value) -> Result<&'static str, (String, String)> {
     let Some(map) = value.as_object() else {
         return Err((
             String::new(),
-            format!("expected a Kubernetes object (a mapping), found {}", type_name(value)),
+            format!(
+                "expected a Kubernetes object (a mapping), found {}",
+                type_name(value)
+            ),
         ));
     };
     let api_version = match map.get("apiVersion") {
         Some(Value::String(s)) => s.as_str(),
         Some(other) => {
-            return Err(("apiVersion".into(), format!("expected a string, found {}", type_name(other))));
+            return Err((
+                "apiVersion".into(),
+                format!("expected a string, found {}", type_name(other)),
+            ));
         }
         None => return Err(("apiVersion".into(), "required field is missing".into())),
     };
     let kind = match map.get("kind") {
         Some(Value::String(s)) => s.as_str(),
-        Some(other) => return Err(("kind".into(), format!("expected a string, found {}", type_name(other)))),
+        Some(other) => {
+            return Err((
+                "kind".into(),
+                format!("expected a string, found {}", type_name(other)),
+            ));
+        }
         None => return Err(("kind".into(), "required field is missing".into())),
     };
     match (api_version, kind) {
         ("karpenter.sh/v1", "NodePool") => Ok("NodePool"),
         ("karpenter.sh/v1", "NodeClaim") => Ok("NodeClaim"),
         ("karpenter.k8s.aws/v1", "EC2NodeClass") => Ok("EC2NodeClass"),
-        ("karpenter.sh/v1beta1", "NodePool" | "NodeClaim") | ("karpenter.k8s.aws/v1beta1", "EC2NodeClass") => Err((
+        ("karpenter.sh/v1beta1", "NodePool" | "NodeClaim")
+        | ("karpenter.k8s.aws/v1beta1", "EC2NodeClass") => Err((
             "apiVersion".into(),
-            format!("{api_version} {kind} is the pre-v1 API; convert it with `karpenter-tui migrate`"),
+            format!(
+                "{api_version} {kind} is the pre-v1 API; convert it with `karpenter-tui migrate`"
+            ),
         )),
         ("karpenter.sh/v1", _) | ("karpenter.k8s.aws/v1", _) => Err((
             "kind".into(),
-            format!("unknown kind {kind:?} for {api_version} (expected NodePool, NodeClaim or EC2NodeClass)"),
+            format!(
+                "unknown kind {kind:?} for {api_version} (expected NodePool, NodeClaim or EC2NodeClass)"
+            ),
         )),
         _ => Err((
             "apiVersion".into(),
@@ -201,7 +227,9 @@ pub fn type_name(v: &Value) -> &'static str {
 
 /// Deserializes `value` as `T`, returning the unknown-field paths seen on the way, or the
 /// path and message of the first type error.
-pub fn typed<T: serde::de::DeserializeOwned>(value: Value) -> Result<(T, Vec<String>), (String, String)> {
+pub fn typed<T: serde::de::DeserializeOwned>(
+    value: Value,
+) -> Result<(T, Vec<String>), (String, String)> {
     let mut unknown = Vec::new();
     let mut track = serde_path_to_error::Track::new();
     let result = {
@@ -215,8 +243,15 @@ pub fn typed<T: serde::de::DeserializeOwned>(value: Value) -> Result<(T, Vec<Str
             let path = if path == "." { String::new() } else { path };
             let msg = e.to_string();
             // serde says "missing field `x`" at the parent; point at the field itself.
-            if let Some(field) = msg.strip_prefix("missing field `").and_then(|m| m.split('`').next()) {
-                let full = if path.is_empty() { field.to_string() } else { format!("{path}.{field}") };
+            if let Some(field) = msg
+                .strip_prefix("missing field `")
+                .and_then(|m| m.split('`').next())
+            {
+                let full = if path.is_empty() {
+                    field.to_string()
+                } else {
+                    format!("{path}.{field}")
+                };
                 return Err((full, format!("required field `{field}` is missing")));
             }
             Err((path, msg))
@@ -232,11 +267,15 @@ fn ignored_path(path: &serde_ignored::Path) -> String {
         Path::Seq { parent, index } => format!("{}[{index}]", ignored_path(parent)),
         Path::Map { parent, key } => {
             let p = ignored_path(parent);
-            if p.is_empty() { key.clone() } else { format!("{p}.{key}") }
+            if p.is_empty() {
+                key.clone()
+            } else {
+                format!("{p}.{key}")
+            }
         }
-        Path::Some { parent } | Path::NewtypeStruct { parent } | Path::NewtypeVariant { parent } => {
-            ignored_path(parent)
-        }
+        Path::Some { parent }
+        | Path::NewtypeStruct { parent }
+        | Path::NewtypeVariant { parent } => ignored_path(parent),
     }
 }
 
@@ -244,12 +283,16 @@ fn ignored_path(path: &serde_ignored::Path) -> String {
 pub fn parse_object(source: &str, doc: &Document) -> Result<(Object, Vec<Diagnostic>), Diagnostic> {
     let kind = classify(&doc.value).map_err(|(p, m)| Diagnostic::error(source, doc.index, p, m))?;
     let err = |(p, m): (String, String)| Diagnostic::error(source, doc.index, p, m);
-    let (object, unknown) = match kind {
-        "NodePool" => typed::<NodePool>(doc.value.clone()).map(|(o, u)| (Object::NodePool(Box::new(o)), u)),
-        "NodeClaim" => typed::<NodeClaim>(doc.value.clone()).map(|(o, u)| (Object::NodeClaim(Box::new(o)), u)),
-        _ => typed::<EC2NodeClass>(doc.value.clone()).map(|(o, u)| (Object::EC2NodeClass(Box::new(o)), u)),
-    }
-    .map_err(err)?;
+    let (object, unknown) =
+        match kind {
+            "NodePool" => typed::<NodePool>(doc.value.clone())
+                .map(|(o, u)| (Object::NodePool(Box::new(o)), u)),
+            "NodeClaim" => typed::<NodeClaim>(doc.value.clone())
+                .map(|(o, u)| (Object::NodeClaim(Box::new(o)), u)),
+            _ => typed::<EC2NodeClass>(doc.value.clone())
+                .map(|(o, u)| (Object::EC2NodeClass(Box::new(o)), u)),
+        }
+        .map_err(err)?;
     let warnings = unknown
         .into_iter()
         // `status` is written by controllers; fields there are not the user's concern.
@@ -271,7 +314,9 @@ pub struct Loaded {
 impl Loaded {
     /// True when any diagnostic is an error.
     pub fn has_errors(&self) -> bool {
-        self.diagnostics.iter().any(|d| d.severity == Severity::Error)
+        self.diagnostics
+            .iter()
+            .any(|d| d.severity == Severity::Error)
     }
 }
 
@@ -293,9 +338,12 @@ pub fn load(source: &str, text: &str) -> Loaded {
         loaded.diagnostics.push(d);
     }
     if docs.is_empty() && !loaded.has_errors() {
-        loaded
-            .diagnostics
-            .push(Diagnostic::error(source, 0, "", "no Kubernetes objects in input (it is empty)"));
+        loaded.diagnostics.push(Diagnostic::error(
+            source,
+            0,
+            "",
+            "no Kubernetes objects in input (it is empty)",
+        ));
     }
     loaded
 }
@@ -319,9 +367,19 @@ spec:
     fn loads_a_nodepool_with_upstream_defaults() {
         let l = load("np.yaml", POOL);
         assert!(l.diagnostics.is_empty(), "{:?}", l.diagnostics);
-        let Object::NodePool(np) = &l.objects[0].1 else { panic!("not a NodePool") };
+        let Object::NodePool(np) = &l.objects[0].1 else {
+            panic!("not a NodePool")
+        };
         assert_eq!(np.spec.template.spec.expire_after.text(), "720h");
-        assert_eq!(np.spec.disruption.consolidate_after.as_ref().unwrap().text(), "0s");
+        assert_eq!(
+            np.spec
+                .disruption
+                .consolidate_after
+                .as_ref()
+                .unwrap()
+                .text(),
+            "0s"
+        );
         assert_eq!(np.spec.disruption.budgets[0].nodes, "10%");
     }
 
@@ -329,7 +387,10 @@ spec:
     fn counts_documents_and_skips_empty_ones() {
         let text = format!("---\n{POOL}---\n---\n{POOL}");
         let l = load("np.yaml", &text);
-        assert_eq!(l.objects.iter().map(|(i, _)| *i).collect::<Vec<_>>(), vec![1, 2]);
+        assert_eq!(
+            l.objects.iter().map(|(i, _)| *i).collect::<Vec<_>>(),
+            vec![1, 2]
+        );
     }
 
     #[test]
@@ -338,16 +399,34 @@ spec:
         let l = load("np.yaml", &text);
         let d = &l.diagnostics[0];
         assert_eq!(d.path, "spec.template.spec.requirements[0].values");
-        assert!(d.to_string().starts_with("np.yaml:1: spec.template.spec.requirements[0].values: "));
+        assert!(
+            d.to_string()
+                .starts_with("np.yaml:1: spec.template.spec.requirements[0].values: ")
+        );
     }
 
     #[test]
     fn unknown_fields_warn() {
-        let text = POOL.replace("metadata: {name: default}", "metadata: {name: default}\nspec2: 1").replace("  template:", "  tempalte: {}\n  template:");
+        let text = POOL
+            .replace(
+                "metadata: {name: default}",
+                "metadata: {name: default}\nspec2: 1",
+            )
+            .replace("  template:", "  tempalte: {}\n  template:");
         let l = load("np.yaml", &text);
-        let mut warnings: Vec<_> = l.diagnostics.iter().map(|d| (d.severity, d.path.as_str())).collect();
+        let mut warnings: Vec<_> = l
+            .diagnostics
+            .iter()
+            .map(|d| (d.severity, d.path.as_str()))
+            .collect();
         warnings.sort();
-        assert_eq!(warnings, vec![(Severity::Warning, "spec.tempalte"), (Severity::Warning, "spec2")]);
+        assert_eq!(
+            warnings,
+            vec![
+                (Severity::Warning, "spec.tempalte"),
+                (Severity::Warning, "spec2")
+            ]
+        );
     }
 
     #[test]
@@ -368,7 +447,10 @@ spec:
 
     #[test]
     fn old_and_foreign_kinds_are_named() {
-        let l = load("x", &POOL.replace("karpenter.sh/v1", "karpenter.sh/v1beta1"));
+        let l = load(
+            "x",
+            &POOL.replace("karpenter.sh/v1", "karpenter.sh/v1beta1"),
+        );
         assert!(l.diagnostics[0].message.contains("migrate"));
         let l = load("x", "apiVersion: apps/v1\nkind: Deployment\n");
         assert!(l.diagnostics[0].message.contains("apps/v1 Deployment"));

@@ -3,6 +3,10 @@
 //!
 //! Field names, defaults and CRD markers mirror `sigs.k8s.io/karpenter/pkg/apis/v1/nodeclaim.go`.
 
+// kube's `printcolumn(...)` repeats `type_` and `priority` once per column; clippy reads
+// the repeats as duplicated attributes.
+#![allow(clippy::duplicated_attributes)]
+
 use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
@@ -47,17 +51,62 @@ pub(crate) fn default_expire_after() -> GoDuration {
     status = "NodeClaimStatus",
     derive = "PartialEq",
     doc = "NodeClaim is the Schema for the NodeClaims API",
-    printcolumn(json_path = ".metadata.labels.node\\.kubernetes\\.io/instance-type", name = "Type", type_ = "string"),
-    printcolumn(json_path = ".metadata.labels.karpenter\\.sh/capacity-type", name = "Capacity", type_ = "string"),
-    printcolumn(json_path = ".metadata.labels.topology\\.kubernetes\\.io/zone", name = "Zone", type_ = "string"),
+    printcolumn(
+        json_path = ".metadata.labels.node\\.kubernetes\\.io/instance-type",
+        name = "Type",
+        type_ = "string"
+    ),
+    printcolumn(
+        json_path = ".metadata.labels.karpenter\\.sh/capacity-type",
+        name = "Capacity",
+        type_ = "string"
+    ),
+    printcolumn(
+        json_path = ".metadata.labels.topology\\.kubernetes\\.io/zone",
+        name = "Zone",
+        type_ = "string"
+    ),
     printcolumn(json_path = ".status.nodeName", name = "Node", type_ = "string"),
-    printcolumn(json_path = ".status.conditions[?(@.type==\"Ready\")].status", name = "Ready", type_ = "string"),
-    printcolumn(json_path = ".metadata.creationTimestamp", name = "Age", type_ = "date"),
-    printcolumn(json_path = ".status.imageID", name = "ImageID", type_ = "string", priority = "1"),
-    printcolumn(json_path = ".status.providerID", name = "ID", type_ = "string", priority = "1"),
-    printcolumn(json_path = ".metadata.labels.karpenter\\.sh/nodepool", name = "NodePool", type_ = "string", priority = "1"),
-    printcolumn(json_path = ".spec.nodeClassRef.name", name = "NodeClass", type_ = "string", priority = "1"),
-    printcolumn(json_path = ".status.conditions[?(@.type==\"Drifted\")].status", name = "Drifted", type_ = "string", priority = "1")
+    printcolumn(
+        json_path = ".status.conditions[?(@.type==\"Ready\")].status",
+        name = "Ready",
+        type_ = "string"
+    ),
+    printcolumn(
+        json_path = ".metadata.creationTimestamp",
+        name = "Age",
+        type_ = "date"
+    ),
+    printcolumn(
+        json_path = ".status.imageID",
+        name = "ImageID",
+        type_ = "string",
+        priority = "1"
+    ),
+    printcolumn(
+        json_path = ".status.providerID",
+        name = "ID",
+        type_ = "string",
+        priority = "1"
+    ),
+    printcolumn(
+        json_path = ".metadata.labels.karpenter\\.sh/nodepool",
+        name = "NodePool",
+        type_ = "string",
+        priority = "1"
+    ),
+    printcolumn(
+        json_path = ".spec.nodeClassRef.name",
+        name = "NodeClass",
+        type_ = "string",
+        priority = "1"
+    ),
+    printcolumn(
+        json_path = ".status.conditions[?(@.type==\"Drifted\")].status",
+        name = "Drifted",
+        type_ = "string",
+        priority = "1"
+    )
 )]
 #[x_kube(validation = Rule::new("self == oldSelf").message("spec is immutable"))]
 #[serde(rename_all = "camelCase")]
@@ -132,7 +181,10 @@ pub enum Operator {
 impl Operator {
     /// The operators that compare a single integer value.
     pub fn is_numeric(self) -> bool {
-        matches!(self, Operator::Gt | Operator::Lt | Operator::Gte | Operator::Lte)
+        matches!(
+            self,
+            Operator::Gt | Operator::Lt | Operator::Gte | Operator::Lte
+        )
     }
 
     /// The manifest spelling.
@@ -225,7 +277,11 @@ pub struct NodeClaimStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_name: Option<String>,
     /// The cloud provider's id of the instance, e.g. aws:///us-east-1a/i-0123.
-    #[serde(default, rename = "providerID", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "providerID",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub provider_id: Option<String>,
     /// The image the instance booted.
     #[serde(default, rename = "imageID", skip_serializing_if = "Option::is_none")]

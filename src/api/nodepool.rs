@@ -3,6 +3,10 @@
 //!
 //! Field names, defaults and CRD markers mirror `sigs.k8s.io/karpenter/pkg/apis/v1/nodepool.go`.
 
+// kube's `printcolumn(...)` repeats `type_` and `priority` once per column; clippy reads
+// the repeats as duplicated attributes.
+#![allow(clippy::duplicated_attributes)]
+
 use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
@@ -32,13 +36,44 @@ pub const DEFAULT_BUDGET_NODES: &str = "10%";
     status = "NodePoolStatus",
     derive = "PartialEq",
     doc = "NodePool is the Schema for the NodePools API",
-    printcolumn(json_path = ".spec.template.spec.nodeClassRef.name", name = "NodeClass", type_ = "string"),
-    printcolumn(json_path = ".status.resources.nodes", name = "Nodes", type_ = "string"),
-    printcolumn(json_path = ".status.conditions[?(@.type==\"Ready\")].status", name = "Ready", type_ = "string"),
-    printcolumn(json_path = ".metadata.creationTimestamp", name = "Age", type_ = "date"),
-    printcolumn(json_path = ".spec.weight", name = "Weight", type_ = "integer", priority = "1"),
-    printcolumn(json_path = ".status.resources.cpu", name = "CPU", type_ = "string", priority = "1"),
-    printcolumn(json_path = ".status.resources.memory", name = "Memory", type_ = "string", priority = "1")
+    printcolumn(
+        json_path = ".spec.template.spec.nodeClassRef.name",
+        name = "NodeClass",
+        type_ = "string"
+    ),
+    printcolumn(
+        json_path = ".status.resources.nodes",
+        name = "Nodes",
+        type_ = "string"
+    ),
+    printcolumn(
+        json_path = ".status.conditions[?(@.type==\"Ready\")].status",
+        name = "Ready",
+        type_ = "string"
+    ),
+    printcolumn(
+        json_path = ".metadata.creationTimestamp",
+        name = "Age",
+        type_ = "date"
+    ),
+    printcolumn(
+        json_path = ".spec.weight",
+        name = "Weight",
+        type_ = "integer",
+        priority = "1"
+    ),
+    printcolumn(
+        json_path = ".status.resources.cpu",
+        name = "CPU",
+        type_ = "string",
+        priority = "1"
+    ),
+    printcolumn(
+        json_path = ".status.resources.memory",
+        name = "Memory",
+        type_ = "string",
+        priority = "1"
+    )
 )]
 #[serde(rename_all = "camelCase")]
 pub struct NodePoolSpec {
@@ -202,7 +237,9 @@ pub struct Budget {
 }
 
 /// Reasons a budget can be scoped to.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, JsonSchema)]
+#[derive(
+    Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, JsonSchema,
+)]
 pub enum DisruptionReason {
     Underutilized,
     Empty,

@@ -128,7 +128,18 @@ mod tests {
     #[test]
     fn accepts_the_api_servers_quantities() {
         for ok in [
-            "1", "100m", "1.5", ".5", "4Gi", "10M", "1e3", "1E-3", "+2", "-1", "5.", "128974848",
+            "1",
+            "100m",
+            "1.5",
+            ".5",
+            "4Gi",
+            "10M",
+            "1e3",
+            "1E-3",
+            "+2",
+            "-1",
+            "5.",
+            "128974848",
         ] {
             assert!(is_valid_quantity(ok), "{ok}");
         }

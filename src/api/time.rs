@@ -6,7 +6,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 /// A Kubernetes `Time` as a chrono UTC time; out-of-range values clamp to the epoch.
 pub fn to_chrono(t: &Time) -> DateTime<Utc> {
-    DateTime::from_timestamp(t.0.as_second(), t.0.subsec_nanosecond().max(0) as u32).unwrap_or_default()
+    DateTime::from_timestamp(t.0.as_second(), t.0.subsec_nanosecond().max(0) as u32)
+        .unwrap_or_default()
 }
 
 /// A chrono time as a Kubernetes `Time` (second precision is what the API server keeps).

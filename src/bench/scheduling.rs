@@ -48,7 +48,12 @@ spec:
 /// timed (best of `repeat` runs).
 pub fn run(pods: usize, seed: u64, repeat: usize) -> Figures {
     let catalog = Catalog::synthetic(INSTANCE_TYPES, seed);
-    let types: Vec<Arc<_>> = catalog.instance_types.iter().cloned().map(Arc::new).collect();
+    let types: Vec<Arc<_>> = catalog
+        .instance_types
+        .iter()
+        .cloned()
+        .map(Arc::new)
+        .collect();
     let pool = benchmark_pool();
     let workload = diverse_pods(pods, seed);
     let refs: Vec<&Pod> = workload.iter().collect();

@@ -5,6 +5,6 @@ pub mod catalog;
 pub mod pod;
 pub mod provisioning;
 pub mod requirements;
-pub mod scheduling;
 pub mod resources;
+pub mod scheduling;
 pub mod selector;

@@ -219,7 +219,9 @@ impl Pod {
 
     /// The `karpenter.sh/do-not-disrupt` annotation value, if any.
     pub fn do_not_disrupt(&self) -> Option<&str> {
-        self.annotations.get(labels::DO_NOT_DISRUPT).map(String::as_str)
+        self.annotations
+            .get(labels::DO_NOT_DISRUPT)
+            .map(String::as_str)
     }
 
     /// `controller.kubernetes.io/pod-deletion-cost`, 0 when absent or malformed.
@@ -245,7 +247,11 @@ impl Pod {
         let pa = affinity.pod_affinity.unwrap_or_default();
         let paa = affinity.pod_anti_affinity.unwrap_or_default();
         let required = |terms: Option<Vec<core::PodAffinityTerm>>| -> Vec<AffinityTerm> {
-            terms.unwrap_or_default().iter().map(|t| affinity_term(t, 0)).collect()
+            terms
+                .unwrap_or_default()
+                .iter()
+                .map(|t| affinity_term(t, 0))
+                .collect()
         };
         let preferred = |terms: Option<Vec<core::WeightedPodAffinityTerm>>| -> Vec<AffinityTerm> {
             terms
@@ -262,7 +268,9 @@ impl Pod {
             _ => Phase::Pending,
         };
         let unschedulable = status.conditions.iter().flatten().any(|c| {
-            c.type_ == "PodScheduled" && c.status == "False" && c.reason.as_deref() == Some("Unschedulable")
+            c.type_ == "PodScheduled"
+                && c.status == "False"
+                && c.reason.as_deref() == Some("Unschedulable")
         });
         let owner = meta
             .owner_references
@@ -299,8 +307,15 @@ impl Pod {
             affinity: required(pa.required_during_scheduling_ignored_during_execution),
             preferred_affinity: preferred(pa.preferred_during_scheduling_ignored_during_execution),
             anti_affinity: required(paa.required_during_scheduling_ignored_during_execution),
-            preferred_anti_affinity: preferred(paa.preferred_during_scheduling_ignored_during_execution),
-            spread: spec.topology_spread_constraints.iter().flatten().map(spread).collect(),
+            preferred_anti_affinity: preferred(
+                paa.preferred_during_scheduling_ignored_during_execution,
+            ),
+            spread: spec
+                .topology_spread_constraints
+                .iter()
+                .flatten()
+                .map(spread)
+                .collect(),
             host_ports,
             owner,
             priority: spec.priority.unwrap_or(0),
@@ -310,7 +325,10 @@ impl Pod {
                 .as_ref()
                 .map(crate::api::time::to_chrono)
                 .unwrap_or(DateTime::<Utc>::UNIX_EPOCH),
-            deleting: meta.deletion_timestamp.as_ref().map(crate::api::time::to_chrono),
+            deleting: meta
+                .deletion_timestamp
+                .as_ref()
+                .map(crate::api::time::to_chrono),
             termination_grace_period_seconds: spec.termination_grace_period_seconds.unwrap_or(30),
             unschedulable,
             key,
@@ -370,7 +388,8 @@ pub fn effective_requests(spec: &core::PodSpec) -> Result<Resources, String> {
         }
         let mut r = Resources::default();
         for (k, v) in &merged {
-            let milli = resources::parse_milli(v).map_err(|e| format!("container {}: {k}: {e}", c.name))?;
+            let milli =
+                resources::parse_milli(v).map_err(|e| format!("container {}: {k}: {e}", c.name))?;
             r.add_named(k, milli);
         }
         Ok(r)
@@ -452,7 +471,9 @@ status:
 
     #[test]
     fn bad_quantities_name_the_container() {
-        let p = pod_from_yaml("metadata: {name: p}\nspec:\n  containers: [{name: c, resources: {requests: {cpu: lots}}}]\n");
+        let p = pod_from_yaml(
+            "metadata: {name: p}\nspec:\n  containers: [{name: c, resources: {requests: {cpu: lots}}}]\n",
+        );
         let err = Pod::from_k8s(&p).unwrap_err();
         assert!(err.contains("container c: cpu"), "{err}");
     }
@@ -466,10 +487,26 @@ status:
             effect: TaintEffect::NoSchedule,
             time_added: None,
         };
-        let eq = Toleration { key: "gpu".into(), exists: false, value: "true".into(), effect: None };
-        let wrong = Toleration { value: "false".into(), ..eq.clone() };
-        let all = Toleration { key: String::new(), exists: true, value: String::new(), effect: None };
-        let other_effect = Toleration { effect: Some(TaintEffect::NoExecute), ..eq.clone() };
+        let eq = Toleration {
+            key: "gpu".into(),
+            exists: false,
+            value: "true".into(),
+            effect: None,
+        };
+        let wrong = Toleration {
+            value: "false".into(),
+            ..eq.clone()
+        };
+        let all = Toleration {
+            key: String::new(),
+            exists: true,
+            value: String::new(),
+            effect: None,
+        };
+        let other_effect = Toleration {
+            effect: Some(TaintEffect::NoExecute),
+            ..eq.clone()
+        };
         assert!(eq.tolerates(&taint));
         assert!(!wrong.tolerates(&taint));
         assert!(all.tolerates(&taint));

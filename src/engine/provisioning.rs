@@ -87,7 +87,13 @@ impl UnavailableOfferings {
     }
 
     /// True while the offering is out.
-    pub fn is_unavailable(&self, instance_type: &str, zone: &str, ct: CapacityType, now: DateTime<Utc>) -> bool {
+    pub fn is_unavailable(
+        &self,
+        instance_type: &str,
+        zone: &str,
+        ct: CapacityType,
+        now: DateTime<Utc>,
+    ) -> bool {
         self.until
             .get(&(instance_type.to_string(), zone.to_string(), ct))
             .is_some_and(|t| now < *t)
@@ -104,7 +110,8 @@ impl UnavailableOfferings {
         types
             .iter()
             .map(|it| {
-                let hit = |o: &Offering| self.is_unavailable(&it.name, &o.zone, o.capacity_type, now);
+                let hit =
+                    |o: &Offering| self.is_unavailable(&it.name, &o.zone, o.capacity_type, now);
                 if !it.offerings.iter().any(|o| o.available && hit(o)) {
                     return it.clone();
                 }
@@ -158,7 +165,11 @@ pub fn choose_launch(claim: &NewNodeClaim) -> Option<Launch> {
     let cheapest = |ct: CapacityType, cap: f64| -> Option<Launch> {
         let mut best: Option<Launch> = None;
         for it in &claim.instance_types {
-            for o in it.offerings.iter().filter(|o| o.capacity_type == ct && allowed(o) && o.price <= cap) {
+            for o in it
+                .offerings
+                .iter()
+                .filter(|o| o.capacity_type == ct && allowed(o) && o.price <= cap)
+            {
                 if best.as_ref().is_none_or(|b| o.price < b.price) {
                     best = Some(Launch {
                         instance_type: it.name.clone(),
@@ -177,7 +188,9 @@ pub fn choose_launch(claim: &NewNodeClaim) -> Option<Launch> {
         .get(labels::CAPACITY_TYPE)
         .is_none_or(|r| r.has(CapacityType::Spot.as_str()));
     if spot_allowed {
-        let cap = cheapest_on_demand.as_ref().map_or(f64::INFINITY, |l| l.price);
+        let cap = cheapest_on_demand
+            .as_ref()
+            .map_or(f64::INFINITY, |l| l.price);
         if let Some(spot) = cheapest(CapacityType::Spot, cap) {
             return Some(spot);
         }

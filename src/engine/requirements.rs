@@ -185,9 +185,9 @@ impl Requirements {
                 Ordering::Greater => j += 1,
                 Ordering::Equal => {
                     let (existing, incoming) = (&a[i], &b[j]);
-                    if !existing.has_intersection(incoming)
-                        && !(is_negative(incoming.operator()) && is_negative(existing.operator()))
-                    {
+                    let both_negative =
+                        is_negative(incoming.operator()) && is_negative(existing.operator());
+                    if !(existing.has_intersection(incoming) || both_negative) {
                         return Err(Incompatibility::disjoint(existing, incoming));
                     }
                     i += 1;

@@ -16,7 +16,9 @@ pub const EPHEMERAL_STORAGE: &str = "ephemeral-storage";
 
 /// Why a quantity did not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid quantity {0:?}: expected a number with an optional suffix (m, k, M, G, Ki, Mi, Gi, e3, ...)")]
+#[error(
+    "invalid quantity {0:?}: expected a number with an optional suffix (m, k, M, G, Ki, Mi, Gi, e3, ...)"
+)]
 pub struct QuantityError(pub String);
 
 /// Parses a Kubernetes quantity into milli-units, rounding up like `MilliValue()`.
@@ -41,7 +43,11 @@ pub fn parse_milli(s: &str) -> Result<i64, QuantityError> {
     if digits.len() > 30 {
         return Err(err());
     }
-    let mantissa: i128 = if digits.is_empty() { 0 } else { digits.parse().map_err(|_| err())? };
+    let mantissa: i128 = if digits.is_empty() {
+        0
+    } else {
+        digits.parse().map_err(|_| err())?
+    };
     let mut dec_exp: i32 = -(frac_part.len() as i32);
     let mut bin_exp: u32 = 0;
     match suffix {
@@ -93,7 +99,12 @@ pub fn parse_milli(s: &str) -> Result<i64, QuantityError> {
 pub fn format_milli(resource: &str, milli: i64) -> String {
     if resource == MEMORY || resource == EPHEMERAL_STORAGE {
         let bytes = milli / 1000;
-        const UNITS: [(&str, i64); 4] = [("Ti", 1 << 40), ("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10)];
+        const UNITS: [(&str, i64); 4] = [
+            ("Ti", 1 << 40),
+            ("Gi", 1 << 30),
+            ("Mi", 1 << 20),
+            ("Ki", 1 << 10),
+        ];
         for (suffix, size) in UNITS {
             if bytes >= size && bytes % size == 0 {
                 return format!("{}{suffix}", bytes / size);
@@ -127,7 +138,9 @@ pub struct Resources {
 
 impl Resources {
     /// Builds a list from (name, quantity) pairs as they appear in manifests.
-    pub fn parse<'a>(items: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Self, QuantityError> {
+    pub fn parse<'a>(
+        items: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<Self, QuantityError> {
         let mut r = Resources::default();
         for (name, q) in items {
             r.add_named(name, parse_milli(q)?);
@@ -166,7 +179,10 @@ impl Resources {
             MEMORY => self.memory += milli,
             PODS => self.pods += milli,
             EPHEMERAL_STORAGE => self.ephemeral_storage += milli,
-            _ => match self.extended.binary_search_by(|(n, _)| n.as_str().cmp(name)) {
+            _ => match self
+                .extended
+                .binary_search_by(|(n, _)| n.as_str().cmp(name))
+            {
                 Ok(i) => {
                     self.extended[i].1 += milli;
                     if self.extended[i].1 == 0 {
@@ -234,7 +250,11 @@ impl Resources {
             (CPU, self.cpu, available.cpu),
             (MEMORY, self.memory, available.memory),
             (PODS, self.pods, available.pods),
-            (EPHEMERAL_STORAGE, self.ephemeral_storage, available.ephemeral_storage),
+            (
+                EPHEMERAL_STORAGE,
+                self.ephemeral_storage,
+                available.ephemeral_storage,
+            ),
         ];
         if let Some((n, need, have)) = base.into_iter().find(|(_, need, have)| need > have) {
             return Some((n.to_string(), need, have));
@@ -246,7 +266,9 @@ impl Resources {
     }
 
     /// Converts from a manifest map (e.g. NodeClaim `resources.requests`).
-    pub fn from_map(map: &BTreeMap<String, crate::api::quantity::Quantity>) -> Result<Self, QuantityError> {
+    pub fn from_map(
+        map: &BTreeMap<String, crate::api::quantity::Quantity>,
+    ) -> Result<Self, QuantityError> {
         Resources::parse(map.iter().map(|(k, v)| (k.as_str(), v.0.as_str())))
     }
 
@@ -260,11 +282,17 @@ impl Resources {
             (EPHEMERAL_STORAGE, self.ephemeral_storage),
         ] {
             if v != 0 {
-                m.insert(n.to_string(), crate::api::quantity::Quantity(format_milli(n, v)));
+                m.insert(
+                    n.to_string(),
+                    crate::api::quantity::Quantity(format_milli(n, v)),
+                );
             }
         }
         for (n, v) in &self.extended {
-            m.insert(n.clone(), crate::api::quantity::Quantity(format_milli(n, *v)));
+            m.insert(
+                n.clone(),
+                crate::api::quantity::Quantity(format_milli(n, *v)),
+            );
         }
         m
     }
@@ -308,20 +336,39 @@ mod tests {
 
     #[test]
     fn rejects_malformed_quantities() {
-        for bad in ["", "Gi", "1.2.3", "4GB", "1e", "abc", "1ki", "99999999999999999999999Ei"] {
+        for bad in [
+            "",
+            "Gi",
+            "1.2.3",
+            "4GB",
+            "1e",
+            "abc",
+            "1ki",
+            "99999999999999999999999Ei",
+        ] {
             assert!(parse_milli(bad).is_err(), "{bad}");
         }
     }
 
     #[test]
     fn arithmetic_and_fit() {
-        let node = Resources::parse([("cpu", "4"), ("memory", "8Gi"), ("pods", "110"), ("nvidia.com/gpu", "1")]).unwrap();
-        let mut used = Resources::parse([("cpu", "3500m"), ("memory", "1Gi"), ("pods", "1")]).unwrap();
+        let node = Resources::parse([
+            ("cpu", "4"),
+            ("memory", "8Gi"),
+            ("pods", "110"),
+            ("nvidia.com/gpu", "1"),
+        ])
+        .unwrap();
+        let mut used =
+            Resources::parse([("cpu", "3500m"), ("memory", "1Gi"), ("pods", "1")]).unwrap();
         let pod = Resources::parse([("cpu", "500m"), ("nvidia.com/gpu", "1")]).unwrap();
         used.add(&pod);
         assert!(used.fits_in(&node));
         used.add(&pod);
-        assert_eq!(used.first_shortfall(&node), Some(("cpu".into(), 4500, 4000)));
+        assert_eq!(
+            used.first_shortfall(&node),
+            Some(("cpu".into(), 4500, 4000))
+        );
         used.sub(&pod);
         assert!(used.fits_in(&node));
         let gpu2 = Resources::parse([("nvidia.com/gpu", "2")]).unwrap();

@@ -26,7 +26,9 @@ impl Selector {
     /// Compiles a Kubernetes LabelSelector; `None` is the nil selector (matches nothing).
     /// Unknown operators make the selector match nothing, as the API server would reject it.
     pub fn from_k8s(sel: Option<&LabelSelector>) -> Selector {
-        let Some(sel) = sel else { return Selector::Nothing };
+        let Some(sel) = sel else {
+            return Selector::Nothing;
+        };
         let mut exprs = Vec::new();
         for (k, v) in sel.match_labels.iter().flatten() {
             exprs.push(Expr::In(k.clone(), vec![v.clone()]));
@@ -79,7 +81,10 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
 
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     #[test]

@@ -73,7 +73,10 @@ fn it(name: &str, cpu: i64, price: f64) -> Arc<InstanceType> {
     }
     Arc::new(InstanceType {
         name: name.into(),
-        labels: BTreeMap::from([(crate::api::labels::INSTANCE_TYPE.to_string(), name.to_string())]),
+        labels: BTreeMap::from([(
+            crate::api::labels::INSTANCE_TYPE.to_string(),
+            name.to_string(),
+        )]),
         capacity: Resources {
             cpu: cpu * 1000,
             memory: ((cpu * 4) << 30) * 1000,
@@ -137,12 +140,19 @@ fn an_ice_keeps_the_offering_out_for_three_minutes() {
     let mut cache = UnavailableOfferings::default();
     let first = launch_at(&cache, t0());
     assert_eq!(
-        (first.instance_type.as_str(), first.zone.as_str(), first.capacity_type),
+        (
+            first.instance_type.as_str(),
+            first.zone.as_str(),
+            first.capacity_type
+        ),
         ("m.large", "zone-a", CapacityType::Spot)
     );
     cache.mark("m.large", "zone-a", CapacityType::Spot, t0());
     let during = launch_at(&cache, t0() + TimeDelta::seconds(179));
-    assert_ne!((during.instance_type.as_str(), during.zone.as_str()), ("m.large", "zone-a"));
+    assert_ne!(
+        (during.instance_type.as_str(), during.zone.as_str()),
+        ("m.large", "zone-a")
+    );
     assert_eq!(during.capacity_type, CapacityType::Spot);
     let after = launch_at(&cache, t0() + TimeDelta::seconds(180));
     assert_eq!(after, first);

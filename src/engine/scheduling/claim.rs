@@ -30,14 +30,24 @@ impl ExistingSlot {
     /// Places the pod if it fits every constraint; the error says why not.
     /// `inverse` lists the anti-affinity groups of other pods that select this pod
     /// ([`Topology::inverse_selecting`]), computed once per placement attempt.
-    pub fn try_add(&mut self, topology: &mut Topology, w: &WorkPod, idx: usize, inverse: &[usize]) -> Result<(), String> {
+    pub fn try_add(
+        &mut self,
+        topology: &mut Topology,
+        w: &WorkPod,
+        idx: usize,
+        inverse: &[usize],
+    ) -> Result<(), String> {
         let pod = &w.pod;
         let topo = w.has_topology || !inverse.is_empty();
         if !pod.requests.fits_in(&self.available) {
             return Err("not enough free resources".into());
         }
         tolerates(&pod.tolerations, &self.taints, w.tolerate_prefer)?;
-        if let Some(hp) = pod.host_ports.iter().find(|p| self.host_ports.iter().any(|u| u.conflicts(p))) {
+        if let Some(hp) = pod
+            .host_ports
+            .iter()
+            .find(|p| self.host_ports.iter().any(|u| u.conflicts(p)))
+        {
             return Err(format!("host port {} in use", hp.port));
         }
         self.requirements
@@ -47,7 +57,9 @@ impl ExistingSlot {
             let topo = topology
                 .requirements_for(pod, &w.strict, &self.requirements, inverse)
                 .map_err(|e| e.to_string())?;
-            self.requirements.compatible(&topo, &allow_no_undefined).map_err(|e| e.to_string())?;
+            self.requirements
+                .compatible(&topo, &allow_no_undefined)
+                .map_err(|e| e.to_string())?;
         }
         self.available.sub(&pod.requests);
         self.host_ports.extend(pod.host_ports.iter().cloned());
@@ -78,9 +90,17 @@ pub struct PlannedClaim {
 
 impl PlannedClaim {
     /// A claim with every option of the template that respects the limits.
-    pub fn new(template_idx: usize, t: &Template, hostname: String, options: Vec<u32>) -> PlannedClaim {
+    pub fn new(
+        template_idx: usize,
+        t: &Template,
+        hostname: String,
+        options: Vec<u32>,
+    ) -> PlannedClaim {
         let mut requirements = t.requirements.clone();
-        requirements.add(crate::engine::requirements::Requirement::in_values(labels::HOSTNAME, [hostname.clone()]));
+        requirements.add(crate::engine::requirements::Requirement::in_values(
+            labels::HOSTNAME,
+            [hostname.clone()],
+        ));
         let mut c = PlannedClaim {
             template: template_idx,
             hostname,
@@ -129,7 +149,11 @@ impl PlannedClaim {
             ));
         }
         tolerates(&pod.tolerations, &t.taints, w.tolerate_prefer)?;
-        if let Some(hp) = pod.host_ports.iter().find(|p| self.host_ports.iter().any(|u| u.conflicts(p))) {
+        if let Some(hp) = pod
+            .host_ports
+            .iter()
+            .find(|p| self.host_ports.iter().any(|u| u.conflicts(p)))
+        {
             return Err(format!("host port {} in use", hp.port));
         }
         let mut reqs = None;
@@ -142,7 +166,10 @@ impl PlannedClaim {
             } else {
                 self.requirements
                     .compatible(&w.requirements, &allow_well_known_labels)
-                    .map_err(|e| e.describe(&format!("nodepool {:?}", t.nodepool)).to_string())?;
+                    .map_err(|e| {
+                        e.describe(&format!("nodepool {:?}", t.nodepool))
+                            .to_string()
+                    })?;
                 let mut r = self.requirements.clone();
                 r.add_all(&w.requirements);
                 merged = r;
@@ -152,7 +179,8 @@ impl PlannedClaim {
                 let tr = topology
                     .requirements_for(pod, &w.strict, base, inverse)
                     .map_err(|e| e.to_string())?;
-                base.compatible(&tr, &allow_well_known_labels).map_err(|e| e.to_string())?;
+                base.compatible(&tr, &allow_well_known_labels)
+                    .map_err(|e| e.to_string())?;
                 Some(tr)
             } else {
                 None
@@ -198,7 +226,10 @@ impl PlannedClaim {
             ));
         }
         if req_ref.has_min_values() {
-            let labels: Vec<&Requirements> = remaining.iter().map(|&i| &t.options[i as usize].requirements).collect();
+            let labels: Vec<&Requirements> = remaining
+                .iter()
+                .map(|&i| &t.options[i as usize].requirements)
+                .collect();
             if let Err(short) = req_ref.satisfies_min_values(&labels) {
                 let msg: Vec<String> = short.iter().map(ToString::to_string).collect();
                 return Err(format!("minValues not met: {}", msg.join("; ")));
@@ -221,8 +252,9 @@ impl PlannedClaim {
 /// values extra allows), so adding it would change nothing.
 fn implies(base: &Requirements, extra: &Requirements) -> bool {
     extra.iter().all(|e| {
-        base.get(e.key())
-            .is_some_and(|b| !b.is_complement() && !b.values().is_empty() && b.values().iter().all(|v| e.has(v)))
+        base.get(e.key()).is_some_and(|b| {
+            !b.is_complement() && !b.values().is_empty() && b.values().iter().all(|v| e.has(v))
+        })
     })
 }
 
@@ -254,9 +286,13 @@ impl FilterFlags {
             return "no instance type has enough resources";
         }
         match (self.compat, self.fits, self.offering) {
-            (false, false, _) => "no instance type met the scheduling requirements or had enough resources",
+            (false, false, _) => {
+                "no instance type met the scheduling requirements or had enough resources"
+            }
             (false, true, _) => "no instance type met all requirements",
-            (true, true, false) => "no instance type which met the scheduling requirements and had enough resources had a required offering",
+            (true, true, false) => {
+                "no instance type which met the scheduling requirements and had enough resources had a required offering"
+            }
             _ => "no instance type met the requirements/resources/offering tuple",
         }
     }

@@ -117,7 +117,10 @@ pub struct Results {
 impl Results {
     /// Pods that were placed somewhere.
     pub fn scheduled(&self) -> usize {
-        self.new_nodeclaims.iter().map(|c| c.pods.len()).sum::<usize>()
+        self.new_nodeclaims
+            .iter()
+            .map(|c| c.pods.len())
+            .sum::<usize>()
             + self.nominations.iter().map(|n| n.pods.len()).sum::<usize>()
     }
 }
@@ -148,9 +151,11 @@ pub fn solve(input: &SolveInput, pods: &[&Pod]) -> Results {
             .cmp(&templates[a].weight)
             .then_with(|| templates[b].nodepool.cmp(&templates[a].nodepool))
     });
-    let prefer_no_schedule = templates
-        .iter()
-        .any(|t| t.taints.iter().any(|x| x.effect == TaintEffect::PreferNoSchedule));
+    let prefer_no_schedule = templates.iter().any(|t| {
+        t.taints
+            .iter()
+            .any(|x| x.effect == TaintEffect::PreferNoSchedule)
+    });
 
     let mut topology = Topology::new(domain_universe(&templates, &input.nodes));
     for (pod, node_labels) in &input.bound {
@@ -174,7 +179,11 @@ pub fn solve(input: &SolveInput, pods: &[&Pod]) -> Results {
             }
         })
         .collect();
-    slots.sort_by(|a, b| b.initialized.cmp(&a.initialized).then_with(|| a.name.cmp(&b.name)));
+    slots.sort_by(|a, b| {
+        b.initialized
+            .cmp(&a.initialized)
+            .then_with(|| a.name.cmp(&b.name))
+    });
 
     let mut work: Vec<WorkPod> = Vec::with_capacity(pods.len());
     let mut queue_pods = Vec::with_capacity(pods.len());
@@ -192,7 +201,9 @@ pub fn solve(input: &SolveInput, pods: &[&Pod]) -> Results {
     let bound = &input.bound;
     for w in &work {
         if w.has_topology {
-            topology.add_pod(&w.pod, &w.strict, &mut || Box::new(bound.iter().map(|(p, l)| (*p, *l))));
+            topology.add_pod(&w.pod, &w.strict, &mut || {
+                Box::new(bound.iter().map(|(p, l)| (*p, *l)))
+            });
         }
     }
 
@@ -214,9 +225,11 @@ pub fn solve(input: &SolveInput, pods: &[&Pod]) -> Results {
         .iter()
         .zip(&in_use)
         .map(|(t, used)| {
-            t.limits
-                .as_ref()
-                .map(|l| l.iter().map(|(n, v)| (n.clone(), v - used.get(n))).collect())
+            t.limits.as_ref().map(|l| {
+                l.iter()
+                    .map(|(n, v)| (n.clone(), v - used.get(n)))
+                    .collect()
+            })
         })
         .collect();
 
@@ -241,12 +254,18 @@ pub fn solve(input: &SolveInput, pods: &[&Pod]) -> Results {
                 errors.remove(&work[i].pod.key);
             }
             Err(e) => {
-                let e = if pool_errors.is_empty() { e } else { format!("{e}; {}", pool_errors.join("; ")) };
+                let e = if pool_errors.is_empty() {
+                    e
+                } else {
+                    format!("{e}; {}", pool_errors.join("; "))
+                };
                 errors.insert(work[i].pod.key.clone(), e);
                 let relaxed = work[i].relax(prefer_no_schedule).is_some();
                 if relaxed && work[i].has_topology {
                     topology.remove_pod(&work[i].pod);
-                    topology.add_pod(&work[i].pod, &work[i].strict, &mut || Box::new(bound.iter().map(|(p, l)| (*p, *l))));
+                    topology.add_pod(&work[i].pod, &work[i].strict, &mut || {
+                        Box::new(bound.iter().map(|(p, l)| (*p, *l)))
+                    });
                 }
                 q.push(i, relaxed);
             }
@@ -303,7 +322,9 @@ fn place(
     let mut start = 0;
     for (g, inv, limit) in topology.hostname_limits(&w.pod, &inverse) {
         let cursor = cursors.entry((g, inv, limit)).or_insert(0);
-        while *cursor < claims.len() && topology.hostname_blocked(g, inv, limit, &claims[*cursor].hostname) {
+        while *cursor < claims.len()
+            && topology.hostname_blocked(g, inv, limit, &claims[*cursor].hostname)
+        {
             *cursor += 1;
         }
         start = start.max(*cursor);
@@ -313,7 +334,10 @@ fn place(
     let mut placed = false;
     for (pos, &c) in open.iter().enumerate().skip(first) {
         let claim = &mut claims[c];
-        if claim.try_add(&templates[claim.template], topology, w, i, &inverse).is_ok() {
+        if claim
+            .try_add(&templates[claim.template], topology, w, i, &inverse)
+            .is_ok()
+        {
             placed = true;
         }
         if !smallest.fits_in(&claim.headroom) {
@@ -402,7 +426,10 @@ fn finalize(
         .map(|&i| &t.options[i as usize])
         .filter_map(|o| o.cheapest(&requirements).map(|off| (off.price, o)))
         .collect();
-    priced.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.it.name.cmp(&b.1.it.name)));
+    priced.sort_by(|a, b| {
+        a.0.total_cmp(&b.0)
+            .then_with(|| a.1.it.name.cmp(&b.1.it.name))
+    });
     let mut chosen: Vec<&TypeOption> = priced.iter().map(|(_, o)| *o).collect();
     let pods: Vec<PodKey> = c.pods.iter().map(|&i| work[i].pod.key.clone()).collect();
     let mut relaxed = false;
@@ -435,7 +462,10 @@ fn finalize(
 
 /// Every value each topology key can take: from the pools' instance types (labels and
 /// available offerings' zones) and from existing nodes' labels.
-fn domain_universe(templates: &[Template], nodes: &[NodeInput]) -> HashMap<String, BTreeSet<String>> {
+fn domain_universe(
+    templates: &[Template],
+    nodes: &[NodeInput],
+) -> HashMap<String, BTreeSet<String>> {
     let mut domains: HashMap<String, BTreeSet<String>> = HashMap::new();
     for t in templates {
         for o in &t.options {
@@ -446,7 +476,10 @@ fn domain_universe(templates: &[Template], nodes: &[NodeInput]) -> HashMap<Strin
                 let allowed = t.requirements.get(r.key());
                 for v in r.values() {
                     if allowed.is_none_or(|a| a.has(v)) {
-                        domains.entry(r.key().to_string()).or_default().insert(v.clone());
+                        domains
+                            .entry(r.key().to_string())
+                            .or_default()
+                            .insert(v.clone());
                     }
                 }
             }

@@ -38,8 +38,10 @@ impl<'a> WorkPod<'a> {
 
     fn refresh(&mut self) -> Result<(), String> {
         let p = &self.pod;
-        self.requirements = pod_requirements(&p.node_selector, p.node_affinity.as_ref()).map_err(|e| e.to_string())?;
-        self.strict = strict_pod_requirements(&p.node_selector, p.node_affinity.as_ref()).map_err(|e| e.to_string())?;
+        self.requirements = pod_requirements(&p.node_selector, p.node_affinity.as_ref())
+            .map_err(|e| e.to_string())?;
+        self.strict = strict_pod_requirements(&p.node_selector, p.node_affinity.as_ref())
+            .map_err(|e| e.to_string())?;
         self.has_topology = !(p.spread.is_empty()
             && p.affinity.is_empty()
             && p.preferred_affinity.is_empty()
@@ -54,7 +56,9 @@ impl<'a> WorkPod<'a> {
     pub fn relax(&mut self, prefer_no_schedule_present: bool) -> Option<&'static str> {
         let pod = self.pod.to_mut();
         let relaxed = if let Some(na) = pod.node_affinity.as_mut()
-            && let Some(req) = na.required_during_scheduling_ignored_during_execution.as_mut()
+            && let Some(req) = na
+                .required_during_scheduling_ignored_during_execution
+                .as_mut()
             && req.node_selector_terms.len() > 1
         {
             req.node_selector_terms.remove(0);
@@ -64,7 +68,9 @@ impl<'a> WorkPod<'a> {
         } else if remove_heaviest(&mut pod.preferred_anti_affinity) {
             Some("preferred pod anti-affinity")
         } else if let Some(na) = pod.node_affinity.as_mut()
-            && let Some(pref) = na.preferred_during_scheduling_ignored_during_execution.as_mut()
+            && let Some(pref) = na
+                .preferred_during_scheduling_ignored_during_execution
+                .as_mut()
             && !pref.is_empty()
         {
             let heaviest = crate::engine::requirements::heaviest_preference(pref).unwrap_or(0);

@@ -28,7 +28,10 @@ impl TypeOption {
     pub fn new(it: Arc<InstanceType>) -> TypeOption {
         let mut requirements = Requirements::from_labels(&it.labels);
         let available = || it.offerings.iter().filter(|o| o.available);
-        requirements.add(Requirement::in_values(labels::ZONE, available().map(|o| o.zone.clone())));
+        requirements.add(Requirement::in_values(
+            labels::ZONE,
+            available().map(|o| o.zone.clone()),
+        ));
         requirements.add(Requirement::in_values(
             labels::CAPACITY_TYPE,
             available().map(|o| o.capacity_type.as_str().to_string()),
@@ -43,7 +46,10 @@ impl TypeOption {
     /// True when some available offering lies inside the zone and capacity-type
     /// requirements of `reqs`.
     pub fn has_offering(&self, reqs: &Requirements) -> bool {
-        self.it.offerings.iter().any(|o| o.available && offering_allowed(o, reqs))
+        self.it
+            .offerings
+            .iter()
+            .any(|o| o.available && offering_allowed(o, reqs))
     }
 
     /// The cheapest available offering allowed by `reqs`.
@@ -86,12 +92,16 @@ impl Template {
         let name = pool.metadata.name.clone().unwrap_or_default();
         let spec = &pool.spec.template.spec;
         let mut requirements = Requirements::from_karpenter(&spec.requirements)?;
-        requirements.add_all(&Requirements::from_labels(&pool.spec.template.metadata.labels));
+        requirements.add_all(&Requirements::from_labels(
+            &pool.spec.template.metadata.labels,
+        ));
         requirements.add(Requirement::in_values(labels::NODEPOOL, [name.clone()]));
         let options = instance_types
             .iter()
             .map(|it| TypeOption::new(it.clone()))
-            .filter(|o| o.requirements.intersects(&requirements).is_ok() && o.has_offering(&requirements))
+            .filter(|o| {
+                o.requirements.intersects(&requirements).is_ok() && o.has_offering(&requirements)
+            })
             .collect();
         let limits = if pool.spec.limits.is_empty() {
             None
@@ -101,7 +111,12 @@ impl Template {
                 pool.spec
                     .limits
                     .iter()
-                    .map(|(k, v)| (k.clone(), crate::engine::resources::parse_milli(&v.0).unwrap_or(0)))
+                    .map(|(k, v)| {
+                        (
+                            k.clone(),
+                            crate::engine::resources::parse_milli(&v.0).unwrap_or(0),
+                        )
+                    })
                     .collect(),
             )
         };
@@ -129,7 +144,9 @@ impl Template {
             return false;
         }
         match pod_requirements(&ds.node_selector, ds.node_affinity.as_ref()) {
-            Ok(r) => self.requirements.is_compatible(&r, &allow_well_known_labels),
+            Ok(r) => self
+                .requirements
+                .is_compatible(&r, &allow_well_known_labels),
             Err(_) => false,
         }
     }
@@ -137,7 +154,11 @@ impl Template {
 
 /// Checks taints against tolerations; PreferNoSchedule counts as NoSchedule until the
 /// pod's preferences are relaxed (upstream treats preferences as requirements first).
-pub fn tolerates(tolerations: &[Toleration], taints: &[Taint], tolerate_prefer: bool) -> Result<(), String> {
+pub fn tolerates(
+    tolerations: &[Toleration],
+    taints: &[Taint],
+    tolerate_prefer: bool,
+) -> Result<(), String> {
     for t in taints {
         if t.effect == TaintEffect::PreferNoSchedule && tolerate_prefer {
             continue;

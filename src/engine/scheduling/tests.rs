@@ -99,7 +99,10 @@ fn one_pod_one_claim_listing_every_fitting_type_cheapest_first() {
     let r = solve(&input(&pools, &two_and_four()), &[&p]);
     assert!(r.errors.is_empty(), "{:?}", r.errors);
     assert_eq!(r.new_nodeclaims.len(), 1);
-    assert_eq!(names(&r.new_nodeclaims[0]), vec!["small.2cpu", "large.4cpu"]);
+    assert_eq!(
+        names(&r.new_nodeclaims[0]),
+        vec!["small.2cpu", "large.4cpu"]
+    );
     assert_eq!(r.new_nodeclaims[0].nodepool, "default");
 }
 
@@ -107,7 +110,8 @@ fn one_pod_one_claim_listing_every_fitting_type_cheapest_first() {
 fn a_label_no_nodepool_offers_leaves_the_pod_pending_with_the_label_named() {
     let pools = [pool("", "default")];
     let mut p = cpu_pod("p", 1000);
-    p.node_selector.insert("example.com/team".into(), "ml".into());
+    p.node_selector
+        .insert("example.com/team".into(), "ml".into());
     let r = solve(&input(&pools, &two_and_four()), &[&p]);
     assert!(r.new_nodeclaims.is_empty());
     let why = &r.errors[&p.key];
@@ -116,17 +120,17 @@ fn a_label_no_nodepool_offers_leaves_the_pod_pending_with_the_label_named() {
 
 #[test]
 fn the_heavier_nodepool_wins_and_equal_weights_go_to_the_name_sorting_last() {
-    let spot = pool(
-        "  weight: 10\n",
-        "spot",
-    );
+    let spot = pool("  weight: 10\n", "spot");
     let od = pool("  weight: 50\n", "on-demand");
     let pools = [spot, od];
     let p = cpu_pod("p", 1000);
     let r = solve(&input(&pools, &two_and_four()), &[&p]);
     assert_eq!(r.new_nodeclaims[0].nodepool, "on-demand");
 
-    let pools = [pool("  weight: 10\n", "alpha"), pool("  weight: 10\n", "beta")];
+    let pools = [
+        pool("  weight: 10\n", "alpha"),
+        pool("  weight: 10\n", "beta"),
+    ];
     let r = solve(&input(&pools, &two_and_four()), &[&p]);
     assert_eq!(r.new_nodeclaims[0].nodepool, "beta");
 }
@@ -199,7 +203,11 @@ fn zonal_spread_puts_two_pods_in_each_of_three_zones() {
     }
     assert_eq!(
         per_zone,
-        BTreeMap::from([("zone-a".into(), 2), ("zone-b".into(), 2), ("zone-c".into(), 2)])
+        BTreeMap::from([
+            ("zone-a".into(), 2),
+            ("zone-b".into(), 2),
+            ("zone-c".into(), 2)
+        ])
     );
 }
 
@@ -211,7 +219,10 @@ fn existing_nodes_with_room_are_used_before_new_claims() {
         name: "node-1".into(),
         labels: BTreeMap::from([(labels::ZONE.to_string(), "zone-a".to_string())]),
         taints: vec![],
-        allocatable: Resources { pods: 110_000, ..Resources::cpu_mem(4000, 16 * GIB) },
+        allocatable: Resources {
+            pods: 110_000,
+            ..Resources::cpu_mem(4000, 16 * GIB)
+        },
         requested: Resources::cpu_mem(1000, GIB),
         host_ports: vec![],
         initialized: true,
@@ -219,7 +230,13 @@ fn existing_nodes_with_room_are_used_before_new_claims() {
     let p = cpu_pod("p", 2000);
     let big = cpu_pod("big", 3500);
     let r = solve(&inp, &[&p, &big]);
-    assert_eq!(r.nominations, vec![Nomination { node: "node-1".into(), pods: vec![p.key.clone()] }]);
+    assert_eq!(
+        r.nominations,
+        vec![Nomination {
+            node: "node-1".into(),
+            pods: vec![p.key.clone()]
+        }]
+    );
     assert_eq!(r.new_nodeclaims.len(), 1);
     assert_eq!(r.new_nodeclaims[0].pods, vec![big.key.clone()]);
 }

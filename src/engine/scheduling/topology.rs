@@ -104,15 +104,30 @@ impl Group {
     /// Candidate domains: those the node could be in, or all known ones.
     fn candidates<'a>(&'a self, node: &'a Requirement) -> Box<dyn Iterator<Item = &'a str> + 'a> {
         if !node.is_complement() {
-            Box::new(node.values().iter().map(String::as_str).filter(|d| self.counts.contains_key(*d)))
+            Box::new(
+                node.values()
+                    .iter()
+                    .map(String::as_str)
+                    .filter(|d| self.counts.contains_key(*d)),
+            )
         } else {
-            Box::new(self.counts.keys().map(String::as_str).filter(|d| node.has(d)))
+            Box::new(
+                self.counts
+                    .keys()
+                    .map(String::as_str)
+                    .filter(|d| node.has(d)),
+            )
         }
     }
 
     /// The domains a pod may go to under this group, as a requirement on the group's key;
     /// an empty requirement means none.
-    fn next(&self, pod: &Pod, pod_domains: &Requirement, node_domains: &Requirement) -> Requirement {
+    fn next(
+        &self,
+        pod: &Pod,
+        pod_domains: &Requirement,
+        node_domains: &Requirement,
+    ) -> Requirement {
         match self.id.kind {
             Kind::Spread => self.next_spread(pod, pod_domains, node_domains),
             Kind::Affinity => self.next_affinity(pod, pod_domains, node_domains),
@@ -140,7 +155,12 @@ impl Group {
         }
     }
 
-    fn next_spread(&self, pod: &Pod, pod_domains: &Requirement, node_domains: &Requirement) -> Requirement {
+    fn next_spread(
+        &self,
+        pod: &Pod,
+        pod_domains: &Requirement,
+        node_domains: &Requirement,
+    ) -> Requirement {
         let min = self.min_count(pod_domains);
         let self_selecting = self.selects(pod) as i32;
         let mut best: Option<(&str, i32)> = None;
@@ -149,7 +169,9 @@ impl Group {
                 continue;
             }
             let count = self.count(d) + self_selecting;
-            if count - min <= self.id.max_skew && best.is_none_or(|(bd, bc)| count < bc || (count == bc && d < bd)) {
+            if count - min <= self.id.max_skew
+                && best.is_none_or(|(bd, bc)| count < bc || (count == bc && d < bd))
+            {
                 best = Some((d, count));
             }
         }
@@ -159,7 +181,12 @@ impl Group {
         }
     }
 
-    fn next_affinity(&self, pod: &Pod, pod_domains: &Requirement, node_domains: &Requirement) -> Requirement {
+    fn next_affinity(
+        &self,
+        pod: &Pod,
+        pod_domains: &Requirement,
+        node_domains: &Requirement,
+    ) -> Requirement {
         let mut options: Vec<&str> = self
             .counts
             .iter()
@@ -169,13 +196,23 @@ impl Group {
         if options.is_empty() && self.selects(pod) {
             // Bootstrap: the first pod of a self-affine group picks a domain, preferring
             // one the node is already in (upstream does the same for in-flight nodes).
-            let mut candidates: Vec<&str> = self.candidates(node_domains).filter(|d| pod_domains.has(d)).collect();
+            let mut candidates: Vec<&str> = self
+                .candidates(node_domains)
+                .filter(|d| pod_domains.has(d))
+                .collect();
             candidates.sort_unstable();
             if let Some(d) = candidates.first() {
                 options.push(d);
             } else if !node_domains.is_complement() {
                 // The node's domain is not registered yet (a brand-new hostname).
-                options.extend(node_domains.values().iter().map(String::as_str).filter(|d| pod_domains.has(d)).take(1));
+                options.extend(
+                    node_domains
+                        .values()
+                        .iter()
+                        .map(String::as_str)
+                        .filter(|d| pod_domains.has(d))
+                        .take(1),
+                );
             }
         }
         if options.is_empty() {
@@ -185,9 +222,17 @@ impl Group {
         }
     }
 
-    fn next_anti_affinity(&self, pod_domains: &Requirement, node_domains: &Requirement) -> Requirement {
+    fn next_anti_affinity(
+        &self,
+        pod_domains: &Requirement,
+        node_domains: &Requirement,
+    ) -> Requirement {
         let options: Vec<&str> = if node_domains.is_complement() {
-            self.empty.iter().map(String::as_str).filter(|d| pod_domains.has(d) && node_domains.has(d)).collect()
+            self.empty
+                .iter()
+                .map(String::as_str)
+                .filter(|d| pod_domains.has(d) && node_domains.has(d))
+                .collect()
         } else {
             node_domains
                 .values()
@@ -213,7 +258,12 @@ pub struct TopologyError {
 
 impl std::fmt::Display for TopologyError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "unsatisfiable {} on {:?}: no eligible domain", self.kind.describe(), self.key)
+        write!(
+            f,
+            "unsatisfiable {} on {:?}: no eligible domain",
+            self.kind.describe(),
+            self.key
+        )
     }
 }
 
@@ -243,7 +293,12 @@ impl Topology {
 
     /// Makes a domain known (a new NodeClaim's placeholder hostname).
     pub fn register(&mut self, key: &str, domain: &str) {
-        if self.domains.entry(key.to_string()).or_default().insert(domain.to_string()) {
+        if self
+            .domains
+            .entry(key.to_string())
+            .or_default()
+            .insert(domain.to_string())
+        {
             for g in self.groups.iter_mut().chain(self.inverse.iter_mut()) {
                 if g.id.key == key {
                     g.register(domain);
@@ -291,7 +346,9 @@ impl Topology {
         &mut self,
         pod: &Pod,
         strict: &Requirements,
-        bound: &mut dyn FnMut() -> Box<dyn Iterator<Item = (&'a Pod, &'a BTreeMap<String, String>)> + 'a>,
+        bound: &mut dyn FnMut() -> Box<
+            dyn Iterator<Item = (&'a Pod, &'a BTreeMap<String, String>)> + 'a,
+        >,
     ) {
         let mut owned = Vec::new();
         for key in Self::group_keys(pod, strict) {
@@ -304,7 +361,9 @@ impl Topology {
                         if !g.selects(p) {
                             continue;
                         }
-                        let Some(domain) = node_labels.get(&g.id.key) else { continue };
+                        let Some(domain) = node_labels.get(&g.id.key) else {
+                            continue;
+                        };
                         if g.counts_on(&Requirements::from_labels(node_labels)) {
                             g.record(domain);
                         }
@@ -371,7 +430,11 @@ impl Topology {
         inverse: &[usize],
     ) -> Result<Requirements, TopologyError> {
         let mut out = Requirements::new();
-        let owned = self.owned.get(&pod.uid).map(Vec::as_slice).unwrap_or_default();
+        let owned = self
+            .owned
+            .get(&pod.uid)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
         let groups = owned
             .iter()
             .map(|i| &self.groups[*i])
@@ -399,7 +462,9 @@ impl Topology {
             if !g.selects(pod) || !g.counts_on(node) {
                 continue;
             }
-            let Some(r) = node.get(&g.id.key) else { continue };
+            let Some(r) = node.get(&g.id.key) else {
+                continue;
+            };
             if r.is_complement() {
                 continue;
             }
@@ -428,7 +493,9 @@ impl Topology {
     /// The inverse anti-affinity groups that select this pod: other pods' required
     /// anti-affinity it must respect even without constraints of its own.
     pub fn inverse_selecting(&self, pod: &Pod) -> Vec<usize> {
-        (0..self.inverse.len()).filter(|&i| self.inverse[i].selects(pod)).collect()
+        (0..self.inverse.len())
+            .filter(|&i| self.inverse[i].selects(pod))
+            .collect()
     }
 
     /// The groups that allow only a bounded count of matching pods per hostname for this
@@ -438,7 +505,12 @@ impl Topology {
     /// the scheduler uses that to skip nodes it already knows are full for the group.
     pub fn hostname_limits(&self, pod: &Pod, inverse: &[usize]) -> Vec<(usize, bool, i32)> {
         let mut out = Vec::new();
-        for &i in self.owned.get(&pod.uid).map(Vec::as_slice).unwrap_or_default() {
+        for &i in self
+            .owned
+            .get(&pod.uid)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+        {
             let g = &self.groups[i];
             if g.id.key != labels::HOSTNAME {
                 continue;
@@ -458,8 +530,18 @@ impl Topology {
     }
 
     /// True when the hostname already holds more matching pods than the limit allows.
-    pub fn hostname_blocked(&self, group: usize, inverse: bool, limit: i32, hostname: &str) -> bool {
-        let g = if inverse { &self.inverse[group] } else { &self.groups[group] };
+    pub fn hostname_blocked(
+        &self,
+        group: usize,
+        inverse: bool,
+        limit: i32,
+        hostname: &str,
+    ) -> bool {
+        let g = if inverse {
+            &self.inverse[group]
+        } else {
+            &self.groups[group]
+        };
         g.count(hostname) > limit
     }
 
@@ -475,7 +557,10 @@ fn spread_key(pod: &Pod, s: &SpreadConstraint, strict: &Requirements) -> GroupKe
     if let crate::engine::selector::Selector::Match(exprs) = &mut selector {
         for k in &s.match_label_keys {
             if let Some(v) = pod.labels.get(k) {
-                exprs.push(crate::engine::selector::Expr::In(k.clone(), vec![v.clone()]));
+                exprs.push(crate::engine::selector::Expr::In(
+                    k.clone(),
+                    vec![v.clone()],
+                ));
             }
         }
     }
