@@ -7,8 +7,9 @@ use clap::{Parser, Subcommand};
 
 /// karpenter-tui: a terminal console for Kubernetes node autoscaling (Karpenter v1).
 ///
-/// Without a subcommand it opens the console on an embedded simulated cluster. The
-/// subcommands check, convert and install Karpenter manifests.
+/// Without a subcommand it will open the console on an embedded simulated cluster; until
+/// the console is built it says so and exits with status 2. The subcommands check, convert
+/// and install Karpenter manifests, and measure the engine.
 #[derive(Parser, Debug)]
 #[command(name = "karpenter-tui", version, about, long_about)]
 pub struct Cli {

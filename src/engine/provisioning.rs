@@ -20,6 +20,34 @@ pub const UNAVAILABLE_OFFERING_TTL: TimeDelta = TimeDelta::minutes(3);
 /// How long a nominated node is protected from disruption (upstream: 20 s).
 pub const NOMINATION_WINDOW: TimeDelta = TimeDelta::seconds(20);
 
+/// The pods a provisioning round must find room for: pending pods the kube-scheduler gave
+/// up on (`Pod::is_provisionable`), plus pods bound to nodes that are being deleted, which
+/// will need a new home once evicted (upstream counts them as reschedulable so replacement
+/// capacity is launched before the drain, not after). DaemonSet, static and terminal pods
+/// never count: they go away with their node.
+pub fn pods_to_schedule<'a>(
+    pods: impl IntoIterator<Item = &'a crate::engine::pod::Pod>,
+    node_is_deleting: impl Fn(&str) -> bool,
+) -> Vec<&'a crate::engine::pod::Pod> {
+    pods.into_iter()
+        .filter(|p| {
+            if p.is_provisionable() {
+                return true;
+            }
+            match p.node_name.as_deref() {
+                Some(node) => {
+                    node_is_deleting(node)
+                        && !p.is_daemonset()
+                        && !p.is_static()
+                        && !p.is_terminal()
+                        && p.deleting.is_none()
+                }
+                None => false,
+            }
+        })
+        .collect()
+}
+
 /// Groups pod arrivals into batches so one solve sees a whole scale-up.
 #[derive(Clone, Debug)]
 pub struct Batcher {

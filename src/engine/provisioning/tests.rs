@@ -190,3 +190,29 @@ fn nominated_nodes_are_protected_for_twenty_seconds() {
     assert!(!n.is_nominated("node-1", t0() + TimeDelta::seconds(20)));
     assert!(!n.is_nominated("node-2", t0()));
 }
+
+#[test]
+fn pods_on_deleting_nodes_are_rescheduled_but_daemons_and_bound_pods_are_not() {
+    let mut pending = Pod::new("default", "pending", Resources::cpu_mem(100, 1 << 20));
+    pending.unschedulable = true;
+    let mut not_yet_tried = Pod::new("default", "fresh", Resources::cpu_mem(100, 1 << 20));
+    not_yet_tried.unschedulable = false;
+    let mut on_deleting = Pod::new("default", "moving", Resources::cpu_mem(100, 1 << 20));
+    on_deleting.unschedulable = false;
+    on_deleting.node_name = Some("old-node".into());
+    let mut daemon = on_deleting.clone();
+    daemon.key.name = "daemon".into();
+    daemon.owner = Some(crate::engine::pod::Owner {
+        kind: "DaemonSet".into(),
+        name: "ds".into(),
+    });
+    let mut settled = on_deleting.clone();
+    settled.key.name = "settled".into();
+    settled.node_name = Some("healthy-node".into());
+    let all = [pending, not_yet_tried, on_deleting, daemon, settled];
+    let picked: Vec<&str> = pods_to_schedule(&all, |n| n == "old-node")
+        .into_iter()
+        .map(|p| p.key.name.as_str())
+        .collect();
+    assert_eq!(picked, vec!["pending", "moving"]);
+}

@@ -64,7 +64,7 @@ impl ExistingSlot {
         self.available.sub(&pod.requests);
         self.host_ports.extend(pod.host_ports.iter().cloned());
         self.pods.push(idx);
-        topology.record(pod, &self.requirements);
+        topology.record(pod, &self.requirements, &self.taints);
         Ok(())
     }
 }
@@ -225,7 +225,7 @@ impl PlannedClaim {
                 flags.reason(reqs.is_none())
             ));
         }
-        if req_ref.has_min_values() {
+        if t.min_values_strict && req_ref.has_min_values() {
             let labels: Vec<&Requirements> = remaining
                 .iter()
                 .map(|&i| &t.options[i as usize].requirements)
@@ -243,7 +243,7 @@ impl PlannedClaim {
         self.headroom = self.compute_headroom(t);
         self.pods.push(idx);
         self.host_ports.extend(pod.host_ports.iter().cloned());
-        topology.record(pod, &self.requirements);
+        topology.record(pod, &self.requirements, &t.taints);
         Ok(())
     }
 }

@@ -33,7 +33,7 @@ use crate::engine::resources::Resources;
 pub use claim::{ExistingSlot, PlannedClaim};
 pub use preferences::WorkPod;
 pub use template::{Template, TypeOption, offering_allowed};
-pub use topology::{Kind as TopologyKind, Topology};
+pub use topology::{BoundPod, Kind as TopologyKind, Topology};
 
 /// Upstream's cap on instance-type options sent to the cloud provider per NodeClaim.
 pub const MAX_INSTANCE_TYPES: usize = 60;
@@ -78,8 +78,8 @@ pub struct SolveInput<'a> {
     pub nodes: Vec<NodeInput>,
     /// DaemonSet pod templates (their requests are every new node's overhead).
     pub daemonsets: Vec<Pod>,
-    /// Pods already bound, with their node's labels: they count toward topology.
-    pub bound: Vec<(&'a Pod, &'a BTreeMap<String, String>)>,
+    /// Pods already bound, with their node's labels and taints: they count toward topology.
+    pub bound: Vec<BoundPod<'a>>,
     pub min_values_policy: MinValuesPolicy,
 }
 
@@ -133,7 +133,8 @@ pub fn solve(input: &SolveInput, pods: &[&Pod]) -> Results {
     let mut pool_errors = Vec::new();
     for p in &input.pools {
         match Template::new(p.nodepool, &p.instance_types, &input.daemonsets) {
-            Ok(t) => {
+            Ok(mut t) => {
+                t.min_values_strict = input.min_values_policy == MinValuesPolicy::Strict;
                 templates.push(t);
                 in_use.push(p.in_use.clone());
             }
@@ -158,8 +159,8 @@ pub fn solve(input: &SolveInput, pods: &[&Pod]) -> Results {
     });
 
     let mut topology = Topology::new(domain_universe(&templates, &input.nodes));
-    for (pod, node_labels) in &input.bound {
-        topology.add_inverse_for_bound(pod, node_labels);
+    for b in &input.bound {
+        topology.add_inverse_for_bound(b.pod, b.node_labels);
     }
 
     let mut slots: Vec<ExistingSlot> = input
@@ -201,9 +202,7 @@ pub fn solve(input: &SolveInput, pods: &[&Pod]) -> Results {
     let bound = &input.bound;
     for w in &work {
         if w.has_topology {
-            topology.add_pod(&w.pod, &w.strict, &mut || {
-                Box::new(bound.iter().map(|(p, l)| (*p, *l)))
-            });
+            topology.add_pod(&w.pod, &w.strict, bound);
         }
     }
 
@@ -263,9 +262,7 @@ pub fn solve(input: &SolveInput, pods: &[&Pod]) -> Results {
                 let relaxed = work[i].relax(prefer_no_schedule).is_some();
                 if relaxed && work[i].has_topology {
                     topology.remove_pod(&work[i].pod);
-                    topology.add_pod(&work[i].pod, &work[i].strict, &mut || {
-                        Box::new(bound.iter().map(|(p, l)| (*p, *l)))
-                    });
+                    topology.add_pod(&work[i].pod, &work[i].strict, bound);
                 }
                 q.push(i, relaxed);
             }
@@ -393,10 +390,17 @@ fn place(
                 open.push(claims.len() - 1);
                 return Ok(());
             }
-            Err(e) => errs.push(format!(
-                "incompatible with nodepool {:?}, daemonset overhead={}: {e}",
-                template.nodepool, template.daemon_overhead
-            )),
+            Err(e) => {
+                let overhead = if template.daemon_overhead == Resources::default() {
+                    "none".to_string()
+                } else {
+                    template.daemon_overhead.to_string()
+                };
+                errs.push(format!(
+                    "incompatible with nodepool {:?}, daemonset overhead={overhead}: {e}",
+                    template.nodepool
+                ))
+            }
         }
     }
     Err(errs.join("; "))

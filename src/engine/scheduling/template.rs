@@ -79,6 +79,8 @@ pub struct Template {
     pub daemon_overhead: Resources,
     /// `spec.limits` in milli-units, if any; only the named resources are limited.
     pub limits: Option<Vec<(String, i64)>>,
+    /// Whether an unmet `minValues` fails the pod (Strict) or is relaxed at the end.
+    pub min_values_strict: bool,
 }
 
 impl Template {
@@ -128,6 +130,7 @@ impl Template {
             options,
             daemon_overhead: Resources::default(),
             limits,
+            min_values_strict: true,
         };
         for ds in daemonsets {
             if t.accepts_daemon(ds) {

@@ -357,3 +357,173 @@ proptest! {
         prop_assert_eq!(a.errors, b.errors);
     }
 }
+
+#[test]
+fn an_untolerated_taint_is_named_in_the_reason() {
+    let pools = [pool(
+        "      taints: [{key: dedicated, value: gpu, effect: NoSchedule}]\n",
+        "gpu",
+    )];
+    let p = cpu_pod("p", 1000);
+    let r = solve(&input(&pools, &two_and_four()), &[&p]);
+    assert!(r.new_nodeclaims.is_empty());
+    let why = &r.errors[&p.key];
+    assert!(why.contains("dedicated=gpu:NoSchedule"), "{why}");
+}
+
+#[test]
+fn min_values_strict_fails_the_pod_and_best_effort_relaxes_the_claim() {
+    let np: NodePool = serde_norway::from_str(
+        "apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: default}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+        - {key: node.kubernetes.io/instance-type, operator: In, values: [small.2cpu, large.4cpu], minValues: 2}
+",
+    )
+    .expect("pool parses");
+    let pools = [np];
+    // 3 CPUs fit only the 4-CPU type: one distinct instance type, minValues asks for 2.
+    let p = cpu_pod("p", 3000);
+    let r = solve(&input(&pools, &two_and_four()), &[&p]);
+    assert!(r.new_nodeclaims.is_empty());
+    assert!(
+        r.errors[&p.key].contains("minValues"),
+        "{}",
+        r.errors[&p.key]
+    );
+
+    let mut relaxed = input(&pools, &two_and_four());
+    relaxed.min_values_policy = MinValuesPolicy::BestEffort;
+    let r = solve(&relaxed, &[&p]);
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    assert!(r.new_nodeclaims[0].min_values_relaxed);
+    assert_eq!(names(&r.new_nodeclaims[0]), vec!["large.4cpu"]);
+}
+
+#[test]
+fn preferences_relax_in_upstream_order() {
+    let mut p = cpu_pod("p", 1000);
+    p.node_affinity = Some(
+        serde_json::from_value(serde_json::json!({
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64"]}]},
+                {"matchExpressions": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}]}
+            ]},
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 10, "preference": {"matchExpressions": [{"key": "a", "operator": "Exists"}]}}
+            ]
+        }))
+        .unwrap(),
+    );
+    let term = AffinityTerm {
+        selector: Selector::from_labels(&BTreeMap::from([("x".to_string(), "y".to_string())])),
+        namespaces: vec![],
+        topology_key: labels::ZONE.into(),
+        weight: 5,
+    };
+    p.preferred_affinity.push(term.clone());
+    p.preferred_anti_affinity.push(term);
+    p.spread.push(SpreadConstraint {
+        max_skew: 1,
+        topology_key: labels::ZONE.into(),
+        hard: false,
+        selector: Selector::from_labels(&BTreeMap::new()),
+        min_domains: None,
+        honor_node_affinity: true,
+        honor_node_taints: false,
+        match_label_keys: vec![],
+    });
+    let mut w = WorkPod::new(&p).unwrap();
+    assert!(
+        w.requirements.get("a").is_some(),
+        "the heaviest preference starts as a requirement"
+    );
+    let mut steps = Vec::new();
+    while let Some(step) = w.relax(true) {
+        steps.push(step);
+    }
+    assert_eq!(
+        steps,
+        vec![
+            "required node affinity term",
+            "preferred pod affinity",
+            "preferred pod anti-affinity",
+            "preferred node affinity",
+            "ScheduleAnyway topology spread",
+            "PreferNoSchedule taints",
+        ]
+    );
+    let arch = w.requirements.get(labels::ARCH).unwrap();
+    assert!(
+        arch.has("amd64") && !arch.has("arm64"),
+        "the second required term is in effect"
+    );
+    assert!(w.requirements.get("a").is_none());
+}
+
+/// A spread pod honouring node taints ignores matching pods on nodes it cannot tolerate.
+#[test]
+fn node_taints_policy_honor_skips_tainted_nodes_when_counting() {
+    use crate::api::nodeclaim::{Taint, TaintEffect};
+    let pools = [pool("", "default")];
+    let app = BTreeMap::from([("app".to_string(), "web".to_string())]);
+    let zone_a = BTreeMap::from([
+        (labels::ZONE.to_string(), "zone-a".to_string()),
+        (labels::HOSTNAME.to_string(), "tainted".to_string()),
+    ]);
+    let taints = vec![Taint {
+        key: "dedicated".into(),
+        value: Some("batch".into()),
+        effect: TaintEffect::NoSchedule,
+        time_added: None,
+    }];
+    // Two web pods already run in zone-a, on a node the new pod does not tolerate.
+    let mut running: Vec<Pod> = (0..2).map(|i| cpu_pod(&format!("old-{i}"), 100)).collect();
+    for p in &mut running {
+        p.labels = app.clone();
+        p.node_name = Some("tainted".into());
+    }
+    let spread = |honor_taints: bool| {
+        let mut p = cpu_pod("new", 1000);
+        p.labels = app.clone();
+        p.spread.push(SpreadConstraint {
+            max_skew: 1,
+            topology_key: labels::ZONE.into(),
+            hard: true,
+            selector: Selector::from_labels(&app),
+            min_domains: None,
+            honor_node_affinity: true,
+            honor_node_taints: honor_taints,
+            match_label_keys: vec![],
+        });
+        p
+    };
+    let zone_of = |honor: bool| {
+        let p = spread(honor);
+        let mut inp = input(&pools, &two_and_four());
+        inp.bound = running
+            .iter()
+            .map(|r| BoundPod {
+                pod: r,
+                node_labels: &zone_a,
+                node_taints: &taints,
+            })
+            .collect();
+        let r = solve(&inp, &[&p]);
+        r.new_nodeclaims[0]
+            .requirements
+            .get(labels::ZONE)
+            .unwrap()
+            .values()[0]
+            .clone()
+    };
+    // Ignore (default): zone-a already has 2, the pod goes to the emptiest zone.
+    assert_eq!(zone_of(false), "zone-b");
+    // Honor: the tainted node's pods do not count, so every zone is empty: zone-a first.
+    assert_eq!(zone_of(true), "zone-a");
+}

@@ -12,7 +12,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::api::labels;
-use crate::engine::pod::{AffinityTerm, Pod, SpreadConstraint};
+use crate::api::nodeclaim::{Taint, TaintEffect};
+use crate::engine::pod::{AffinityTerm, Pod, SpreadConstraint, Toleration};
 use crate::engine::requirements::{Requirement, Requirements, allow_well_known_labels};
 use crate::engine::selector::Selector;
 
@@ -46,6 +47,17 @@ pub struct GroupKey {
     /// Spread only: nodes count toward a domain only when compatible with these (the
     /// pod's own node selection, nodeAffinityPolicy Honor).
     pub node_filter: Option<Requirements>,
+    /// Spread only, nodeTaintsPolicy Honor: the pod's tolerations; nodes with taints they
+    /// do not tolerate do not count.
+    pub taint_filter: Option<Vec<Toleration>>,
+}
+
+/// A pod already running on a node, as topology counts it.
+#[derive(Clone, Copy, Debug)]
+pub struct BoundPod<'a> {
+    pub pod: &'a Pod,
+    pub node_labels: &'a BTreeMap<String, String>,
+    pub node_taints: &'a [Taint],
 }
 
 /// Counts of matching pods per domain of one constraint.
@@ -71,11 +83,20 @@ impl Group {
         self.id.namespaces.contains(&pod.key.namespace) && self.id.selector.matches(&pod.labels)
     }
 
-    fn counts_on(&self, node: &Requirements) -> bool {
+    /// Spread only counts nodes the pod could use: compatible with its node selection
+    /// (nodeAffinityPolicy Honor) and, with nodeTaintsPolicy Honor, whose NoSchedule and
+    /// NoExecute taints it tolerates (kube-scheduler `PodTopologySpread` filtering).
+    fn counts_on(&self, node: &Requirements, taints: &[Taint]) -> bool {
         self.id
             .node_filter
             .as_ref()
             .is_none_or(|f| node.is_compatible(f, &allow_well_known_labels))
+            && self.id.taint_filter.as_ref().is_none_or(|tolerations| {
+                taints
+                    .iter()
+                    .filter(|t| t.effect != TaintEffect::PreferNoSchedule)
+                    .all(|t| tolerations.iter().any(|tol| tol.tolerates(t)))
+            })
     }
 
     fn register(&mut self, domain: &str) {
@@ -334,6 +355,7 @@ impl Topology {
                     max_skew: 0,
                     min_domains: None,
                     node_filter: None,
+                    taint_filter: None,
                 });
             }
         }
@@ -341,15 +363,8 @@ impl Topology {
     }
 
     /// Creates (or joins) the groups a pod's constraints need, counting the cluster's
-    /// existing pods into new groups. `bound` yields every bound pod with its node's labels.
-    pub fn add_pod<'a>(
-        &mut self,
-        pod: &Pod,
-        strict: &Requirements,
-        bound: &mut dyn FnMut() -> Box<
-            dyn Iterator<Item = (&'a Pod, &'a BTreeMap<String, String>)> + 'a,
-        >,
-    ) {
+    /// bound pods into new groups.
+    pub fn add_pod(&mut self, pod: &Pod, strict: &Requirements, bound: &[BoundPod]) {
         let mut owned = Vec::new();
         for key in Self::group_keys(pod, strict) {
             let idx = match self.index.get(&key) {
@@ -357,14 +372,14 @@ impl Topology {
                 None => {
                     let domains = self.domains.get(&key.key).cloned().unwrap_or_default();
                     let mut g = Group::new(key.clone(), &domains);
-                    for (p, node_labels) in bound() {
-                        if !g.selects(p) {
+                    for b in bound {
+                        if !g.selects(b.pod) {
                             continue;
                         }
-                        let Some(domain) = node_labels.get(&g.id.key) else {
+                        let Some(domain) = b.node_labels.get(&g.id.key) else {
                             continue;
                         };
-                        if g.counts_on(&Requirements::from_labels(node_labels)) {
+                        if g.counts_on(&Requirements::from_labels(b.node_labels), b.node_taints) {
                             g.record(domain);
                         }
                     }
@@ -403,6 +418,7 @@ impl Topology {
             max_skew: 0,
             min_domains: None,
             node_filter: None,
+            taint_filter: None,
         }
     }
 
@@ -457,9 +473,9 @@ impl Topology {
 
     /// Counts a placed pod into every group that selects it, and records its own
     /// anti-affinity terms as inverse groups.
-    pub fn record(&mut self, pod: &Pod, node: &Requirements) {
+    pub fn record(&mut self, pod: &Pod, node: &Requirements, taints: &[Taint]) {
         for g in &mut self.groups {
-            if !g.selects(pod) || !g.counts_on(node) {
+            if !g.selects(pod) || !g.counts_on(node, taints) {
                 continue;
             }
             let Some(r) = node.get(&g.id.key) else {
@@ -576,5 +592,6 @@ fn spread_key(pod: &Pod, s: &SpreadConstraint, strict: &Requirements) -> GroupKe
         } else {
             None
         },
+        taint_filter: s.honor_node_taints.then(|| pod.tolerations.clone()),
     }
 }
