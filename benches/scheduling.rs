@@ -12,18 +12,7 @@ use karpenter_tui::engine::scheduling::benchmark::diverse_pods;
 use karpenter_tui::engine::scheduling::{PoolInput, SolveInput, solve};
 
 fn scheduling(c: &mut Criterion) {
-    let pool: NodePool = serde_norway::from_str(
-        "apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: default}
-spec:
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
-      requirements: []
-",
-    )
-    .expect("pool parses");
+    let pool = NodePool::unconstrained("default");
     let types: Vec<_> = Catalog::synthetic(400, 42)
         .instance_types
         .into_iter()

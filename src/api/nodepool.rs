@@ -177,6 +177,37 @@ pub struct Disruption {
     pub budgets: Vec<Budget>,
 }
 
+impl NodePool {
+    /// A pool that allows every instance type the cloud offers, on the EC2NodeClass
+    /// "default", with upstream's defaults everywhere else: the starting point of
+    /// benchmarks, tests and scenarios that add only what they exercise.
+    pub fn unconstrained(name: &str) -> NodePool {
+        NodePool::new(
+            name,
+            NodePoolSpec {
+                template: NodeClaimTemplate {
+                    metadata: TemplateMetadata::default(),
+                    spec: NodeClaimTemplateSpec {
+                        requirements: Vec::new(),
+                        taints: Vec::new(),
+                        startup_taints: Vec::new(),
+                        node_class_ref: NodeClassReference {
+                            group: super::labels::AWS_GROUP.to_string(),
+                            kind: "EC2NodeClass".to_string(),
+                            name: "default".to_string(),
+                        },
+                        expire_after: default_expire_after(),
+                        termination_grace_period: None,
+                    },
+                },
+                disruption: Disruption::default(),
+                limits: BTreeMap::new(),
+                weight: None,
+            },
+        )
+    }
+}
+
 impl Default for Disruption {
     /// The disruption block upstream defaults when it is absent: consolidateAfter 0s.
     fn default() -> Self {
@@ -277,4 +308,21 @@ pub struct NodePoolStatus {
     /// The NodeClass generation the pool last observed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_class_observed_generation: Option<i64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_unconstrained_pool_is_valid_and_carries_upstream_defaults() {
+        let np = NodePool::unconstrained("default");
+        assert!(crate::api::validation::validate_nodepool(&np).is_empty());
+        assert_eq!(np.spec.template.spec.expire_after.text(), "720h");
+        assert_eq!(np.spec.disruption.budgets[0].nodes, "10%");
+        assert_eq!(
+            np.spec.disruption.consolidation_policy,
+            ConsolidationPolicy::WhenEmptyOrUnderutilized
+        );
+    }
 }

@@ -29,21 +29,6 @@ pub struct Figures {
     pub unscheduled: usize,
 }
 
-fn benchmark_pool() -> NodePool {
-    serde_norway::from_str(
-        "apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: default}
-spec:
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
-      requirements: []
-",
-    )
-    .expect("the built-in benchmark NodePool parses")
-}
-
 /// Solves `pods` benchmark pods against 400 synthetic instance types; only the solve is
 /// timed (best of `repeat` runs).
 pub fn run(pods: usize, seed: u64, repeat: usize) -> Figures {
@@ -54,7 +39,7 @@ pub fn run(pods: usize, seed: u64, repeat: usize) -> Figures {
         .cloned()
         .map(Arc::new)
         .collect();
-    let pool = benchmark_pool();
+    let pool = NodePool::unconstrained("default");
     let workload = diverse_pods(pods, seed);
     let refs: Vec<&Pod> = workload.iter().collect();
     let input = SolveInput {
