@@ -42,14 +42,7 @@ impl ExistingSlot {
         if !pod.requests.fits_in(&self.available) {
             return Err("not enough free resources".into());
         }
-        tolerates(&pod.tolerations, &self.taints, w.tolerate_prefer)?;
-        if let Some(hp) = pod
-            .host_ports
-            .iter()
-            .find(|p| self.host_ports.iter().any(|u| u.conflicts(p)))
-        {
-            return Err(format!("host port {} in use", hp.port));
-        }
+        admits(w, &self.taints, &self.host_ports)?;
         self.requirements
             .compatible(&w.requirements, &allow_no_undefined)
             .map_err(|e| e.to_string())?;
@@ -148,14 +141,7 @@ impl PlannedClaim {
                 format_milli(&name, have.max(0))
             ));
         }
-        tolerates(&pod.tolerations, &t.taints, w.tolerate_prefer)?;
-        if let Some(hp) = pod
-            .host_ports
-            .iter()
-            .find(|p| self.host_ports.iter().any(|u| u.conflicts(p)))
-        {
-            return Err(format!("host port {} in use", hp.port));
-        }
+        admits(w, &t.taints, &self.host_ports)?;
         let mut reqs = None;
         if !w.requirements.is_empty() || topo {
             // Merge only when the pod narrows something: most pods add nothing, and the
@@ -245,6 +231,21 @@ impl PlannedClaim {
         self.host_ports.extend(pod.host_ports.iter().cloned());
         topology.record(pod, &self.requirements, &t.taints);
         Ok(())
+    }
+}
+
+/// The checks every destination shares: the node's taints are tolerated and none of the
+/// pod's host ports is already taken there.
+fn admits(w: &WorkPod, taints: &[Taint], used_ports: &[HostPort]) -> Result<(), String> {
+    tolerates(&w.pod.tolerations, taints, w.tolerate_prefer)?;
+    match w
+        .pod
+        .host_ports
+        .iter()
+        .find(|p| used_ports.iter().any(|u| u.conflicts(p)))
+    {
+        Some(hp) => Err(format!("host port {} in use", hp.port)),
+        None => Ok(()),
     }
 }
 

@@ -70,6 +70,20 @@ spec:
     serde_norway::from_str(&text).expect("test pool parses")
 }
 
+/// A hard zonal spread, maxSkew 1, over pods with these labels.
+fn zone_spread(labels: &BTreeMap<String, String>) -> SpreadConstraint {
+    SpreadConstraint {
+        max_skew: 1,
+        topology_key: labels::ZONE.into(),
+        hard: true,
+        selector: Selector::from_labels(labels),
+        min_domains: None,
+        honor_node_affinity: true,
+        honor_node_taints: false,
+        match_label_keys: vec![],
+    }
+}
+
 fn cpu_pod(name: &str, millicores: i64) -> Pod {
     Pod::new("default", name, Resources::cpu_mem(millicores, 256 << 20))
 }
@@ -179,16 +193,7 @@ fn zonal_spread_puts_two_pods_in_each_of_three_zones() {
         .map(|i| {
             let mut p = cpu_pod(&format!("web-{i}"), 1000);
             p.labels = app.clone();
-            p.spread.push(SpreadConstraint {
-                max_skew: 1,
-                topology_key: labels::ZONE.into(),
-                hard: true,
-                selector: Selector::from_labels(&app),
-                min_domains: None,
-                honor_node_affinity: true,
-                honor_node_taints: false,
-                match_label_keys: vec![],
-            });
+            p.spread.push(zone_spread(&app));
             p
         })
         .collect();
@@ -275,16 +280,7 @@ fn arb_pods() -> impl Strategy<Value = Vec<Pod>> {
                         topology_key: labels::HOSTNAME.into(),
                         weight: 0,
                     }),
-                    2 => p.spread.push(SpreadConstraint {
-                        max_skew: 1,
-                        topology_key: labels::ZONE.into(),
-                        hard: true,
-                        selector: Selector::from_labels(&labels),
-                        min_domains: None,
-                        honor_node_affinity: true,
-                        honor_node_taints: false,
-                        match_label_keys: vec![],
-                    }),
+                    2 => p.spread.push(zone_spread(&labels)),
                     _ => {}
                 }
                 p
@@ -429,14 +425,8 @@ fn preferences_relax_in_upstream_order() {
     p.preferred_affinity.push(term.clone());
     p.preferred_anti_affinity.push(term);
     p.spread.push(SpreadConstraint {
-        max_skew: 1,
-        topology_key: labels::ZONE.into(),
         hard: false,
-        selector: Selector::from_labels(&BTreeMap::new()),
-        min_domains: None,
-        honor_node_affinity: true,
-        honor_node_taints: false,
-        match_label_keys: vec![],
+        ..zone_spread(&BTreeMap::new())
     });
     let mut w = WorkPod::new(&p).unwrap();
     assert!(
@@ -492,14 +482,8 @@ fn node_taints_policy_honor_skips_tainted_nodes_when_counting() {
         let mut p = cpu_pod("new", 1000);
         p.labels = app.clone();
         p.spread.push(SpreadConstraint {
-            max_skew: 1,
-            topology_key: labels::ZONE.into(),
-            hard: true,
-            selector: Selector::from_labels(&app),
-            min_domains: None,
-            honor_node_affinity: true,
             honor_node_taints: honor_taints,
-            match_label_keys: vec![],
+            ..zone_spread(&app)
         });
         p
     };
