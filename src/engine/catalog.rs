@@ -55,6 +55,14 @@ impl CapacityType {
     }
 }
 
+/// Serialized as its label value (`spot`, `on-demand`, `reserved`), for the journal and
+/// the console's JSON.
+impl serde::Serialize for CapacityType {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
 impl fmt::Display for CapacityType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())

@@ -17,6 +17,13 @@ pub struct PodKey {
     pub name: String,
 }
 
+/// Serialized as `namespace/name`, the way operators write pods.
+impl serde::Serialize for PodKey {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
 impl std::fmt::Display for PodKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}/{}", self.namespace, self.name)

@@ -27,7 +27,9 @@ pub struct ExistingSlot {
 }
 
 impl ExistingSlot {
-    /// Places the pod if it fits every constraint; the error says why not.
+    /// Places the pod if it fits every constraint and says whether it did. (Why a pod
+    /// does not fit one particular existing node is never reported: the pod's error comes
+    /// from the NodePools, as upstream's does, so nothing is formatted here.)
     /// `inverse` lists the anti-affinity groups of other pods that select this pod
     /// ([`Topology::inverse_selecting`]), computed once per placement attempt.
     pub fn try_add(
@@ -36,29 +38,43 @@ impl ExistingSlot {
         w: &WorkPod,
         idx: usize,
         inverse: &[usize],
-    ) -> Result<(), String> {
+    ) -> bool {
         let pod = &w.pod;
         let topo = w.has_topology || !inverse.is_empty();
         if !pod.requests.fits_in(&self.available) {
-            return Err("not enough free resources".into());
+            return false;
         }
-        admits(w, &self.taints, &self.host_ports)?;
-        self.requirements
+        if !admitted(w, &self.taints, &self.host_ports) {
+            return false;
+        }
+        if self
+            .requirements
             .compatible(&w.requirements, &allow_no_undefined)
-            .map_err(|e| e.to_string())?;
+            .is_err()
+        {
+            return false;
+        }
         if topo {
-            let topo = topology
-                .requirements_for(pod, &w.strict, &self.requirements, inverse)
-                .map_err(|e| e.to_string())?;
-            self.requirements
+            if !topology.may_admit(pod, &w.strict, &self.requirements, inverse) {
+                return false;
+            }
+            let Ok(topo) = topology.requirements_for(pod, &w.strict, &self.requirements, inverse)
+            else {
+                return false;
+            };
+            if self
+                .requirements
                 .compatible(&topo, &allow_no_undefined)
-                .map_err(|e| e.to_string())?;
+                .is_err()
+            {
+                return false;
+            }
         }
         self.available.sub(&pod.requests);
         self.host_ports.extend(pod.host_ports.iter().cloned());
         self.pods.push(idx);
         topology.record(pod, &self.requirements, &self.taints);
-        Ok(())
+        true
     }
 }
 
@@ -119,7 +135,8 @@ impl PlannedClaim {
     }
 
     /// Adds the pod if some option still satisfies everything; upstream `NodeClaim.Add`.
-    /// `inverse` as for [`ExistingSlot::try_add`].
+    /// `inverse` as for [`ExistingSlot::try_add`]. With `explain` false the error is
+    /// empty: callers that only try claims in turn skip the formatting.
     pub fn try_add(
         &mut self,
         t: &Template,
@@ -127,10 +144,21 @@ impl PlannedClaim {
         w: &WorkPod,
         idx: usize,
         inverse: &[usize],
+        explain: bool,
     ) -> Result<(), String> {
         let pod = &w.pod;
         let topo = w.has_topology || !inverse.is_empty();
+        let quiet = |e: &dyn std::fmt::Display| {
+            if explain {
+                e.to_string()
+            } else {
+                String::new()
+            }
+        };
         if !pod.requests.fits_in(&self.headroom) {
+            if !explain {
+                return Err(String::new());
+            }
             let (name, need, have) = pod
                 .requests
                 .first_shortfall(&self.headroom)
@@ -140,6 +168,9 @@ impl PlannedClaim {
                 format_milli(&name, need),
                 format_milli(&name, have.max(0))
             ));
+        }
+        if !explain && !admitted(w, &t.taints, &self.host_ports) {
+            return Err(String::new());
         }
         admits(w, &t.taints, &self.host_ports)?;
         let mut reqs = None;
@@ -153,8 +184,12 @@ impl PlannedClaim {
                 self.requirements
                     .compatible(&w.requirements, &allow_well_known_labels)
                     .map_err(|e| {
-                        e.describe(&format!("nodepool {:?}", t.nodepool))
-                            .to_string()
+                        if explain {
+                            e.describe(&format!("nodepool {:?}", t.nodepool))
+                                .to_string()
+                        } else {
+                            String::new()
+                        }
                     })?;
                 let mut r = self.requirements.clone();
                 r.add_all(&w.requirements);
@@ -164,9 +199,9 @@ impl PlannedClaim {
             let topo_reqs = if topo {
                 let tr = topology
                     .requirements_for(pod, &w.strict, base, inverse)
-                    .map_err(|e| e.to_string())?;
+                    .map_err(|e| quiet(&e))?;
                 base.compatible(&tr, &allow_well_known_labels)
-                    .map_err(|e| e.to_string())?;
+                    .map_err(|e| quiet(&e))?;
                 Some(tr)
             } else {
                 None
@@ -204,6 +239,9 @@ impl PlannedClaim {
             })
             .collect();
         if remaining.is_empty() {
+            if !explain {
+                return Err(String::new());
+            }
             return Err(format!(
                 "no instance type satisfied resources {} and requirements {} ({})",
                 requests,
@@ -232,6 +270,16 @@ impl PlannedClaim {
         topology.record(pod, &self.requirements, &t.taints);
         Ok(())
     }
+}
+
+/// [`admits`] without the message.
+fn admitted(w: &WorkPod, taints: &[Taint], used_ports: &[HostPort]) -> bool {
+    super::template::tolerated(&w.pod.tolerations, taints, w.tolerate_prefer)
+        && !w
+            .pod
+            .host_ports
+            .iter()
+            .any(|p| used_ports.iter().any(|u| u.conflicts(p)))
 }
 
 /// The checks every destination shares: the node's taints are tolerated and none of the

@@ -155,6 +155,14 @@ impl Template {
     }
 }
 
+/// [`tolerates`] without the message, for checks whose failure is not reported.
+pub fn tolerated(tolerations: &[Toleration], taints: &[Taint], tolerate_prefer: bool) -> bool {
+    taints.iter().all(|t| {
+        (t.effect == TaintEffect::PreferNoSchedule && tolerate_prefer)
+            || tolerations.iter().any(|tol| tol.tolerates(t))
+    })
+}
+
 /// Checks taints against tolerations; PreferNoSchedule counts as NoSchedule until the
 /// pod's preferences are relaxed (upstream treats preferences as requirements first).
 pub fn tolerates(

@@ -10,6 +10,7 @@
 //! of new nodes stays O(1) per check instead of a scan of every hostname.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 use crate::api::labels;
 use crate::api::nodeclaim::{Taint, TaintEffect};
@@ -64,17 +65,24 @@ pub struct BoundPod<'a> {
 #[derive(Clone, Debug)]
 pub struct Group {
     pub id: GroupKey,
+    /// The domains known when the group was made, shared by every group of the key (and
+    /// every simulation of a disruption pass): thousands of hostnames are not copied per
+    /// group.
+    universe: Arc<BTreeSet<String>>,
+    /// Domains registered since (new NodeClaims' hostnames).
+    extra: BTreeSet<String>,
+    /// Non-zero counts only.
     counts: HashMap<String, i32>,
-    /// Domains with count 0, kept so anti-affinity need not scan every domain.
-    empty: BTreeSet<String>,
 }
 
 impl Group {
-    fn new(id: GroupKey, domains: &BTreeSet<String>) -> Group {
+    /// An empty group over the known domains.
+    pub fn new(id: GroupKey, universe: Arc<BTreeSet<String>>) -> Group {
         Group {
-            counts: domains.iter().map(|d| (d.clone(), 0)).collect(),
-            empty: domains.clone(),
             id,
+            universe,
+            extra: BTreeSet::new(),
+            counts: HashMap::new(),
         }
     }
 
@@ -91,25 +99,102 @@ impl Group {
             .node_filter
             .as_ref()
             .is_none_or(|f| node.is_compatible(f, &allow_well_known_labels))
-            && self.id.taint_filter.as_ref().is_none_or(|tolerations| {
-                taints
-                    .iter()
-                    .filter(|t| t.effect != TaintEffect::PreferNoSchedule)
-                    .all(|t| tolerations.iter().any(|tol| tol.tolerates(t)))
-            })
+            && self.counts_on_taints(taints)
+    }
+
+    fn counts_on_taints(&self, taints: &[Taint]) -> bool {
+        self.id.taint_filter.as_ref().is_none_or(|tolerations| {
+            taints
+                .iter()
+                .filter(|t| t.effect != TaintEffect::PreferNoSchedule)
+                .all(|t| tolerations.iter().any(|tol| tol.tolerates(t)))
+        })
+    }
+
+    fn knows(&self, domain: &str) -> bool {
+        self.universe.contains(domain)
+            || self.extra.contains(domain)
+            || self.counts.contains_key(domain)
+    }
+
+    /// Every known domain, each once.
+    fn all(&self) -> impl Iterator<Item = &str> {
+        self.universe
+            .iter()
+            .chain(self.extra.iter())
+            .map(String::as_str)
+            .chain(
+                self.counts
+                    .keys()
+                    .filter(|k| !self.universe.contains(*k) && !self.extra.contains(*k))
+                    .map(String::as_str),
+            )
     }
 
     fn register(&mut self, domain: &str) {
-        if !self.counts.contains_key(domain) {
-            self.counts.insert(domain.to_string(), 0);
-            self.empty.insert(domain.to_string());
+        if !self.knows(domain) {
+            self.extra.insert(domain.to_string());
         }
     }
 
     fn record(&mut self, domain: &str) {
-        let c = self.counts.entry(domain.to_string()).or_insert(0);
-        *c += 1;
-        self.empty.remove(domain);
+        match self.counts.get_mut(domain) {
+            Some(c) => *c += 1,
+            None => {
+                self.counts.insert(domain.to_string(), 1);
+            }
+        }
+    }
+
+    /// Takes one matching pod out of a domain: a pod that is moving away in a disruption
+    /// simulation no longer counts where it runs today.
+    pub fn unrecord(&mut self, domain: &str) {
+        if let Some(c) = self.counts.get_mut(domain) {
+            *c -= 1;
+            if *c <= 0 {
+                // Keep the domain known, as it was before it was counted.
+                self.counts.remove(domain);
+                if !self.universe.contains(domain) {
+                    self.extra.insert(domain.to_string());
+                }
+            }
+        }
+    }
+
+    /// The group counting the cluster's bound pods (upstream counts existing pods into a
+    /// new group the first time a constraint is seen).
+    pub fn counted<'a>(
+        id: GroupKey,
+        domains: Arc<BTreeSet<String>>,
+        bound: impl IntoIterator<Item = &'a BoundPod<'a>>,
+    ) -> Group {
+        let mut g = Group::new(id, domains);
+        for b in bound {
+            g.count_bound(b, 1);
+        }
+        g
+    }
+
+    /// Adds (`delta` 1) or removes (-1) one bound pod if the group counts it.
+    pub fn count_bound(&mut self, b: &BoundPod, delta: i32) {
+        if !self.selects(b.pod) {
+            return;
+        }
+        let Some(domain) = b.node_labels.get(&self.id.key) else {
+            return;
+        };
+        let counts = if self.id.node_filter.is_some() {
+            self.counts_on(&Requirements::from_labels(b.node_labels), b.node_taints)
+        } else {
+            self.counts_on_taints(b.node_taints)
+        };
+        if counts {
+            if delta > 0 {
+                self.record(domain);
+            } else {
+                self.unrecord(domain);
+            }
+        }
     }
 
     /// The count of one domain (0 for unknown domains).
@@ -119,7 +204,7 @@ impl Group {
 
     /// Domain counts, sorted, for explanations and tests.
     pub fn domains(&self) -> BTreeMap<&str, i32> {
-        self.counts.iter().map(|(k, v)| (k.as_str(), *v)).collect()
+        self.all().map(|d| (d, self.count(d))).collect()
     }
 
     /// Candidate domains: those the node could be in, or all known ones.
@@ -129,15 +214,10 @@ impl Group {
                 node.values()
                     .iter()
                     .map(String::as_str)
-                    .filter(|d| self.counts.contains_key(*d)),
+                    .filter(|d| self.knows(d)),
             )
         } else {
-            Box::new(
-                self.counts
-                    .keys()
-                    .map(String::as_str)
-                    .filter(|d| node.has(d)),
-            )
+            Box::new(self.all().filter(|d| node.has(d)))
         }
     }
 
@@ -163,10 +243,10 @@ impl Group {
         }
         let mut min = i32::MAX;
         let mut eligible = 0;
-        for (d, c) in &self.counts {
+        for d in self.all() {
             if pod_domains.has(d) {
                 eligible += 1;
-                min = min.min(*c);
+                min = min.min(self.count(d));
             }
         }
         if self.id.min_domains.is_some_and(|m| eligible < m) || min == i32::MAX {
@@ -249,10 +329,8 @@ impl Group {
         node_domains: &Requirement,
     ) -> Requirement {
         let options: Vec<&str> = if node_domains.is_complement() {
-            self.empty
-                .iter()
-                .map(String::as_str)
-                .filter(|d| pod_domains.has(d) && node_domains.has(d))
+            self.all()
+                .filter(|d| pod_domains.has(d) && node_domains.has(d) && self.count(d) == 0)
                 .collect()
         } else {
             node_domains
@@ -293,11 +371,19 @@ impl std::fmt::Display for TopologyError {
 pub struct Topology {
     groups: Vec<Group>,
     index: HashMap<GroupKey, usize>,
-    /// Groups whose anti-affinity owners repel the pods the group selects.
-    inverse: Vec<Group>,
-    inverse_index: HashMap<GroupKey, usize>,
-    /// Known domains per topology key.
-    domains: HashMap<String, BTreeSet<String>>,
+    /// Groups whose anti-affinity owners repel the pods the group selects. Shared
+    /// copy-on-write: a disruption pass clones the topology per simulation and changes
+    /// only a few of thousands of groups.
+    inverse: Vec<Arc<Group>>,
+    inverse_index: Arc<HashMap<GroupKey, usize>>,
+    /// Inverse groups by a label their selector requires (`app=web`), and those whose
+    /// selector requires none: finding the groups that select a pod looks at few.
+    inverse_by_label: Arc<HashMap<(String, String), Vec<usize>>>,
+    inverse_unlabelled: Arc<Vec<usize>>,
+    /// Known domains per topology key, shared between the simulations of one pass.
+    domains: Arc<HashMap<String, Arc<BTreeSet<String>>>>,
+    /// Domains registered during this round (new NodeClaims' hostnames).
+    extra: HashMap<String, BTreeSet<String>>,
     /// Groups each pod (by uid) owns.
     owned: HashMap<String, Vec<usize>>,
 }
@@ -307,20 +393,24 @@ impl Topology {
     /// instance types could produce, plus the labels of existing nodes.
     pub fn new(domains: HashMap<String, BTreeSet<String>>) -> Topology {
         Topology {
-            domains,
+            domains: Arc::new(domains.into_iter().map(|(k, v)| (k, Arc::new(v))).collect()),
             ..Default::default()
         }
     }
 
     /// Makes a domain known (a new NodeClaim's placeholder hostname).
     pub fn register(&mut self, key: &str, domain: &str) {
-        if self
-            .domains
-            .entry(key.to_string())
-            .or_default()
-            .insert(domain.to_string())
+        let known = self.domains.get(key).is_some_and(|d| d.contains(domain));
+        if !known
+            && self
+                .extra
+                .entry(key.to_string())
+                .or_default()
+                .insert(domain.to_string())
         {
-            for g in self.groups.iter_mut().chain(self.inverse.iter_mut()) {
+            // Inverse groups need no registration: anti-affinity only asks whether a
+            // domain's count is 0, which an unknown domain's is.
+            for g in self.groups.iter_mut() {
                 if g.id.key == key {
                     g.register(domain);
                 }
@@ -365,24 +455,26 @@ impl Topology {
     /// Creates (or joins) the groups a pod's constraints need, counting the cluster's
     /// bound pods into new groups.
     pub fn add_pod(&mut self, pod: &Pod, strict: &Requirements, bound: &[BoundPod]) {
+        self.add_pod_with(pod, strict, |key, domains| {
+            Group::counted(key.clone(), domains, bound)
+        });
+    }
+
+    /// [`Topology::add_pod`] with the caller building each new group (a disruption pass
+    /// counts the cluster once per constraint and reuses the counts).
+    pub fn add_pod_with(
+        &mut self,
+        pod: &Pod,
+        strict: &Requirements,
+        mut make: impl FnMut(&GroupKey, Arc<BTreeSet<String>>) -> Group,
+    ) {
         let mut owned = Vec::new();
         for key in Self::group_keys(pod, strict) {
             let idx = match self.index.get(&key) {
                 Some(i) => *i,
                 None => {
-                    let domains = self.domains.get(&key.key).cloned().unwrap_or_default();
-                    let mut g = Group::new(key.clone(), &domains);
-                    for b in bound {
-                        if !g.selects(b.pod) {
-                            continue;
-                        }
-                        let Some(domain) = b.node_labels.get(&g.id.key) else {
-                            continue;
-                        };
-                        if g.counts_on(&Requirements::from_labels(b.node_labels), b.node_taints) {
-                            g.record(domain);
-                        }
-                    }
+                    let domains = self.known_domains(&key.key);
+                    let g = make(&key, domains);
                     self.groups.push(g);
                     self.index.insert(key, self.groups.len() - 1);
                     self.groups.len() - 1
@@ -400,8 +492,33 @@ impl Topology {
             if let Some(domain) = node_labels.get(&t.topology_key) {
                 let key = self.inverse_key(pod, t);
                 let i = self.inverse_group(key);
-                self.inverse[i].record(domain);
+                Arc::make_mut(&mut self.inverse[i]).record(domain);
             }
+        }
+    }
+
+    /// Undoes [`Topology::add_inverse_for_bound`] for a pod that is moving away.
+    pub fn remove_inverse_for_bound(&mut self, pod: &Pod, node_labels: &BTreeMap<String, String>) {
+        for t in &pod.anti_affinity {
+            if let Some(domain) = node_labels.get(&t.topology_key) {
+                let key = self.inverse_key(pod, t);
+                if let Some(&i) = self.inverse_index.get(&key) {
+                    Arc::make_mut(&mut self.inverse[i]).unrecord(domain);
+                }
+            }
+        }
+    }
+
+    /// Every known domain of a key: the shared universe plus this round's registrations.
+    fn known_domains(&self, key: &str) -> Arc<BTreeSet<String>> {
+        let base = self.domains.get(key).cloned().unwrap_or_default();
+        match self.extra.get(key) {
+            Some(extra) if !extra.is_empty() => {
+                let mut d = (*base).clone();
+                d.extend(extra.iter().cloned());
+                Arc::new(d)
+            }
+            _ => base,
         }
     }
 
@@ -426,15 +543,134 @@ impl Topology {
         if let Some(i) = self.inverse_index.get(&key) {
             return *i;
         }
-        let domains = self.domains.get(&key.key).cloned().unwrap_or_default();
-        self.inverse.push(Group::new(key.clone(), &domains));
-        self.inverse_index.insert(key, self.inverse.len() - 1);
-        self.inverse.len() - 1
+        let domains = self.known_domains(&key.key);
+        let i = self.inverse.len();
+        match label_hint(&key.selector) {
+            Some(kv) => Arc::make_mut(&mut self.inverse_by_label)
+                .entry(kv)
+                .or_default()
+                .push(i),
+            None => Arc::make_mut(&mut self.inverse_unlabelled).push(i),
+        }
+        self.inverse
+            .push(Arc::new(Group::new(key.clone(), domains)));
+        Arc::make_mut(&mut self.inverse_index).insert(key, i);
+        i
     }
 
     /// Forgets a pod's groups, for preference relaxation (the groups stay for others).
     pub fn remove_pod(&mut self, pod: &Pod) {
         self.owned.remove(&pod.uid);
+    }
+
+    /// The domains of one non-hostname key an existing node must be in for this pod, when
+    /// a spread or anti-affinity group decides that independently of the node: the
+    /// scheduler then visits only the nodes in those domains (a necessary condition of
+    /// [`Topology::may_admit`], so the placement is the one a full scan finds).
+    pub fn allowed_domains(
+        &self,
+        pod: &Pod,
+        strict: &Requirements,
+        inverse: &[usize],
+    ) -> Option<(String, Vec<String>)> {
+        let owned = self
+            .owned
+            .get(&pod.uid)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let groups = owned
+            .iter()
+            .map(|i| &self.groups[*i])
+            .chain(inverse.iter().map(|i| &*self.inverse[*i]));
+        for g in groups {
+            if g.id.key == labels::HOSTNAME || g.id.kind == Kind::Affinity {
+                continue;
+            }
+            let pod_domains = strict.get(&g.id.key);
+            let pod_has = |d: &str| pod_domains.is_none_or(|r| r.has(d));
+            let allowed: Vec<String> = match g.id.kind {
+                Kind::Spread => {
+                    let min = match pod_domains {
+                        Some(r) => g.min_count(r),
+                        None => g.min_count(&Requirement::exists(&g.id.key)),
+                    };
+                    let own = g.selects(pod) as i32;
+                    g.all()
+                        .filter(|d| pod_has(d) && g.count(d) + own - min <= g.id.max_skew)
+                        .map(str::to_string)
+                        .collect()
+                }
+                _ => g
+                    .all()
+                    .filter(|d| pod_has(d) && g.count(d) == 0)
+                    .map(str::to_string)
+                    .collect(),
+            };
+            return Some((g.id.key.clone(), allowed));
+        }
+        None
+    }
+
+    /// A cheap, allocation-free pre-check for a node whose topology labels are single
+    /// values (an existing node): false only when [`Topology::requirements_for`] would
+    /// certainly fail there. Scanning thousands of nodes for a spread or anti-affinity pod
+    /// then costs a few lookups per node; the full check runs on the few that pass.
+    pub fn may_admit(
+        &self,
+        pod: &Pod,
+        strict: &Requirements,
+        node: &Requirements,
+        inverse: &[usize],
+    ) -> bool {
+        let owned = self
+            .owned
+            .get(&pod.uid)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let groups = owned
+            .iter()
+            .map(|i| &self.groups[*i])
+            .chain(inverse.iter().map(|i| &*self.inverse[*i]));
+        for g in groups {
+            let Some(nr) = node.get(&g.id.key) else {
+                continue;
+            };
+            if nr.is_complement() || nr.values().len() != 1 {
+                continue;
+            }
+            let d = nr.values()[0].as_str();
+            let pod_domains = strict.get(&g.id.key);
+            if pod_domains.is_some_and(|r| !r.has(d)) {
+                return false;
+            }
+            let ok = match g.id.kind {
+                Kind::AntiAffinity => g.count(d) == 0,
+                Kind::Affinity => {
+                    let anywhere = g
+                        .counts
+                        .iter()
+                        .any(|(x, c)| *c > 0 && pod_domains.is_none_or(|r| r.has(x)));
+                    // Without matching pods anywhere the first pod bootstraps a domain:
+                    // leave that to the full check.
+                    !anywhere || g.count(d) > 0
+                }
+                Kind::Spread => {
+                    if !g.knows(d) {
+                        false
+                    } else {
+                        let min = match pod_domains {
+                            Some(r) => g.min_count(r),
+                            None => g.min_count(&Requirement::exists(&g.id.key)),
+                        };
+                        g.count(d) + g.selects(pod) as i32 - min <= g.id.max_skew
+                    }
+                }
+            };
+            if !ok {
+                return false;
+            }
+        }
+        true
     }
 
     /// The extra requirements the pod's topology imposes on a node with `node` requirements.
@@ -454,7 +690,7 @@ impl Topology {
         let groups = owned
             .iter()
             .map(|i| &self.groups[*i])
-            .chain(inverse.iter().map(|i| &self.inverse[*i]));
+            .chain(inverse.iter().map(|i| &*self.inverse[*i]));
         for g in groups {
             let exists = Requirement::exists(&g.id.key);
             let pod_domains = strict.get(&g.id.key).unwrap_or(&exists);
@@ -499,8 +735,9 @@ impl Topology {
             if let Some(r) = node.get(&t.topology_key)
                 && !r.is_complement()
             {
-                for d in r.values().to_vec() {
-                    self.inverse[i].record(&d);
+                let g = Arc::make_mut(&mut self.inverse[i]);
+                for d in r.values() {
+                    g.record(d);
                 }
             }
         }
@@ -509,9 +746,25 @@ impl Topology {
     /// The inverse anti-affinity groups that select this pod: other pods' required
     /// anti-affinity it must respect even without constraints of its own.
     pub fn inverse_selecting(&self, pod: &Pod) -> Vec<usize> {
-        (0..self.inverse.len())
+        if self.inverse.is_empty() {
+            return Vec::new();
+        }
+        let mut out: Vec<usize> = self
+            .inverse_unlabelled
+            .iter()
+            .copied()
+            .chain(pod.labels.iter().flat_map(|(k, v)| {
+                self.inverse_by_label
+                    .get(&(k.clone(), v.clone()))
+                    .into_iter()
+                    .flatten()
+                    .copied()
+            }))
             .filter(|&i| self.inverse[i].selects(pod))
-            .collect()
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
     }
 
     /// The groups that allow only a bounded count of matching pods per hostname for this
@@ -554,7 +807,7 @@ impl Topology {
         hostname: &str,
     ) -> bool {
         let g = if inverse {
-            &self.inverse[group]
+            &*self.inverse[group]
         } else {
             &self.groups[group]
         };
@@ -593,5 +846,19 @@ fn spread_key(pod: &Pod, s: &SpreadConstraint, strict: &Requirements) -> GroupKe
             None
         },
         taint_filter: s.honor_node_taints.then(|| pod.tolerations.clone()),
+    }
+}
+
+/// A label the selector requires (from matchLabels or a single-value `In`): only pods with
+/// it can match, so groups are indexed by it.
+pub fn label_hint(selector: &Selector) -> Option<(String, String)> {
+    match selector {
+        Selector::Match(exprs) => exprs.iter().find_map(|e| match e {
+            crate::engine::selector::Expr::In(k, v) if v.len() == 1 => {
+                Some((k.clone(), v[0].clone()))
+            }
+            _ => None,
+        }),
+        Selector::Nothing => None,
     }
 }
