@@ -2,9 +2,12 @@
 //! No I/O, no async runtime, no wall clock: that keeps it fast to test, benchmark and replay.
 
 pub mod catalog;
+pub mod disruption;
 pub mod pod;
 pub mod provisioning;
 pub mod requirements;
 pub mod resources;
 pub mod scheduling;
 pub mod selector;
+pub mod state;
+pub mod termination;

@@ -1,0 +1,296 @@
+//! Disruption budgets: how many of a NodePool's nodes may be voluntarily disrupted at once,
+//! per reason, and when that changes.
+//!
+//! Mirrors upstream `NodePool.GetAllowedDisruptionsByReason` and
+//! `BuildDisruptionBudgetMapping`: `nodes` is an integer or a percentage of the pool's
+//! managed, initialized nodes (rounded up); a budget with `schedule` and `duration` is
+//! active in `[hit, hit + duration)`; the allowed count for a reason is the minimum over
+//! the active budgets that list it (or list no reasons); a reason no active budget covers
+//! is unbounded; an unparseable schedule allows 0; nodes that are NotReady or already
+//! being deleted are subtracted.
+
+use chrono::{DateTime, TimeDelta, Utc};
+
+use crate::api::nodepool::{Budget, DisruptionReason, NodePool};
+use crate::api::schedule::Schedule;
+
+/// One budget of a pool as it stands at a given time.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BudgetWindow {
+    /// Position in `spec.disruption.budgets`.
+    pub index: usize,
+    /// `nodes` as written ("10%", "0").
+    pub nodes: String,
+    /// What `nodes` comes to for the pool's current size.
+    pub limit: usize,
+    /// Reasons it limits; empty means all.
+    pub reasons: Vec<DisruptionReason>,
+    pub schedule: Option<String>,
+    pub active: bool,
+    /// For an active scheduled budget: when the current window closes.
+    pub closes_at: Option<DateTime<Utc>>,
+    /// For an inactive scheduled budget: when it next opens.
+    pub opens_at: Option<DateTime<Utc>>,
+    /// Why the budget blocks everything (invalid schedule or nodes value).
+    pub error: Option<String>,
+}
+
+impl BudgetWindow {
+    fn applies_to(&self, reason: DisruptionReason) -> bool {
+        self.reasons.is_empty() || self.reasons.contains(&reason)
+    }
+}
+
+/// What one reason may still disrupt in one pool.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReasonBudget {
+    pub reason: DisruptionReason,
+    /// The minimum over the active budgets that cover the reason; None = unbounded.
+    pub limit: Option<usize>,
+    /// `limit` minus the pool's disrupting nodes, floored at 0 (usize::MAX if unbounded).
+    pub allowed: usize,
+    /// When a scheduled budget covering this reason next opens or closes, which may change
+    /// `allowed`.
+    pub next_change: Option<DateTime<Utc>>,
+}
+
+/// A pool's budgets at one time: the console's budget view and the disruption pass read it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PoolBudgets {
+    pub nodepool: String,
+    /// Managed, initialized nodes of the pool: what percentages are taken of.
+    pub total: usize,
+    /// Of those, NotReady or being deleted: already counted against every budget.
+    pub disrupting: usize,
+    pub windows: Vec<BudgetWindow>,
+    /// One per reason, in `DisruptionReason::ALL` order.
+    pub reasons: Vec<ReasonBudget>,
+}
+
+impl PoolBudgets {
+    /// Evaluates every budget of the pool at `now`.
+    pub fn evaluate(pool: &NodePool, total: usize, disrupting: usize, now: DateTime<Utc>) -> Self {
+        let windows: Vec<BudgetWindow> = pool
+            .spec
+            .disruption
+            .budgets
+            .iter()
+            .enumerate()
+            .map(|(i, b)| window(i, b, total, now))
+            .collect();
+        let reasons = DisruptionReason::ALL
+            .iter()
+            .map(|&reason| {
+                let limit = windows
+                    .iter()
+                    .filter(|w| w.active && w.applies_to(reason))
+                    .map(|w| w.limit)
+                    .min();
+                let allowed = match limit {
+                    Some(l) => l.saturating_sub(disrupting),
+                    None => usize::MAX,
+                };
+                let next_change = windows
+                    .iter()
+                    .filter(|w| w.applies_to(reason))
+                    .filter_map(|w| w.closes_at.or(w.opens_at))
+                    .min();
+                ReasonBudget {
+                    reason,
+                    limit,
+                    allowed,
+                    next_change,
+                }
+            })
+            .collect();
+        PoolBudgets {
+            nodepool: pool.metadata.name.clone().unwrap_or_default(),
+            total,
+            disrupting,
+            windows,
+            reasons,
+        }
+    }
+
+    /// The budget for one reason.
+    pub fn reason(&self, reason: DisruptionReason) -> &ReasonBudget {
+        // `reasons` holds every reason, in ALL order.
+        &self.reasons[DisruptionReason::ALL
+            .iter()
+            .position(|r| *r == reason)
+            .unwrap_or(0)]
+    }
+
+    /// How many more nodes `reason` may disrupt now.
+    pub fn allowed(&self, reason: DisruptionReason) -> usize {
+        self.reason(reason).allowed
+    }
+}
+
+/// Scales `nodes` ("5" or "20%") against the pool size, rounding percentages up.
+pub fn scaled_nodes(nodes: &str, total: usize) -> Result<usize, String> {
+    let text = nodes.trim();
+    if let Some(pct) = text.strip_suffix('%') {
+        let p: usize = pct
+            .parse()
+            .map_err(|_| format!("nodes {nodes:?} is not a percentage"))?;
+        if p > 100 {
+            return Err(format!("nodes {nodes:?} is over 100%"));
+        }
+        Ok((total * p).div_ceil(100))
+    } else {
+        text.parse()
+            .map_err(|_| format!("nodes {nodes:?} is not an integer or a percentage"))
+    }
+}
+
+fn window(index: usize, b: &Budget, total: usize, now: DateTime<Utc>) -> BudgetWindow {
+    let mut w = BudgetWindow {
+        index,
+        nodes: b.nodes.clone(),
+        limit: 0,
+        reasons: b.reasons.clone(),
+        schedule: b.schedule.clone(),
+        active: true,
+        closes_at: None,
+        opens_at: None,
+        error: None,
+    };
+    match scaled_nodes(&b.nodes, total) {
+        Ok(n) => w.limit = n,
+        Err(e) => w.error = Some(e),
+    }
+    if let Some(text) = &b.schedule {
+        let duration = b
+            .duration
+            .as_ref()
+            .and_then(|d| d.value())
+            .and_then(|d| TimeDelta::from_std(d).ok())
+            .unwrap_or_default();
+        match Schedule::parse(text) {
+            Ok(s) => {
+                let last = s.last_at_or_before(now);
+                match last {
+                    Some(hit) if now < hit + duration => {
+                        w.active = true;
+                        w.closes_at = Some(hit + duration);
+                    }
+                    _ => {
+                        w.active = false;
+                        w.opens_at = s.next_after(now);
+                    }
+                }
+            }
+            Err(e) => {
+                // Upstream: an unparseable schedule makes the budget allow 0, always.
+                w.error = Some(format!("schedule {text:?}: {e}"));
+            }
+        }
+    }
+    if w.error.is_some() {
+        w.active = true;
+        w.limit = 0;
+    }
+    w
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::duration::GoDuration;
+    use chrono::TimeZone;
+
+    fn pool(budgets: Vec<Budget>) -> NodePool {
+        let mut p = NodePool::unconstrained("default");
+        p.spec.disruption.budgets = budgets;
+        p
+    }
+
+    fn budget(nodes: &str) -> Budget {
+        Budget {
+            nodes: nodes.into(),
+            schedule: None,
+            duration: None,
+            reasons: vec![],
+        }
+    }
+
+    fn at(h: u32, m: u32) -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 11, 29, h, m, 0).unwrap()
+    }
+
+    #[test]
+    fn percentages_round_up_and_disrupting_nodes_are_subtracted() {
+        let p = pool(vec![budget("20%")]);
+        let b = PoolBudgets::evaluate(&p, 19, 0, at(12, 0));
+        assert_eq!(b.allowed(DisruptionReason::Underutilized), 4);
+        let b = PoolBudgets::evaluate(&p, 19, 2, at(12, 0));
+        assert_eq!(b.allowed(DisruptionReason::Empty), 2);
+        let b = PoolBudgets::evaluate(&p, 10, 0, at(12, 0));
+        assert_eq!(b.allowed(DisruptionReason::Empty), 2);
+        let b = PoolBudgets::evaluate(&p, 10, 7, at(12, 0));
+        assert_eq!(b.allowed(DisruptionReason::Empty), 0, "floored at 0");
+    }
+
+    #[test]
+    fn a_scheduled_budget_is_active_from_its_hit_for_its_duration() {
+        let mut nightly = budget("0");
+        nightly.schedule = Some("@daily".into());
+        nightly.duration = Some(GoDuration::parse("10m").unwrap());
+        nightly.reasons = vec![DisruptionReason::Underutilized];
+        let p = pool(vec![budget("10%"), nightly]);
+
+        let b = PoolBudgets::evaluate(&p, 30, 0, at(0, 5));
+        assert_eq!(b.allowed(DisruptionReason::Underutilized), 0);
+        assert_eq!(b.allowed(DisruptionReason::Empty), 3);
+        assert_eq!(b.allowed(DisruptionReason::Drifted), 3);
+        assert_eq!(b.windows[1].closes_at, Some(at(0, 10)));
+        assert_eq!(
+            b.reason(DisruptionReason::Underutilized).next_change,
+            Some(at(0, 10))
+        );
+
+        let b = PoolBudgets::evaluate(&p, 30, 0, at(0, 10));
+        assert!(!b.windows[1].active);
+        assert_eq!(b.allowed(DisruptionReason::Underutilized), 3);
+        assert_eq!(
+            b.windows[1].opens_at,
+            Some(Utc.with_ymd_and_hms(2026, 11, 30, 0, 0, 0).unwrap())
+        );
+    }
+
+    #[test]
+    fn a_reason_no_budget_covers_is_unbounded() {
+        let mut drift_only = budget("1");
+        drift_only.reasons = vec![DisruptionReason::Drifted];
+        let p = pool(vec![drift_only]);
+        let b = PoolBudgets::evaluate(&p, 50, 3, at(12, 0));
+        assert_eq!(b.allowed(DisruptionReason::Drifted), 0);
+        assert_eq!(b.allowed(DisruptionReason::Empty), usize::MAX);
+        assert_eq!(b.reason(DisruptionReason::Empty).limit, None);
+    }
+
+    #[test]
+    fn an_invalid_schedule_allows_nothing_and_says_why() {
+        let mut bad = budget("100%");
+        bad.schedule = Some("61 * * * *".into());
+        bad.duration = Some(GoDuration::parse("1h").unwrap());
+        let p = pool(vec![bad]);
+        let b = PoolBudgets::evaluate(&p, 10, 0, at(12, 0));
+        assert_eq!(b.allowed(DisruptionReason::Empty), 0);
+        assert!(
+            b.windows[0]
+                .error
+                .as_deref()
+                .unwrap()
+                .contains("61 * * * *")
+        );
+    }
+
+    #[test]
+    fn the_most_restrictive_active_budget_wins() {
+        let p = pool(vec![budget("50%"), budget("2"), budget("30%")]);
+        let b = PoolBudgets::evaluate(&p, 10, 0, at(12, 0));
+        assert_eq!(b.allowed(DisruptionReason::Underutilized), 2);
+    }
+}

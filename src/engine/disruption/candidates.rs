@@ -1,0 +1,258 @@
+//! Which nodes a pass may disrupt, what blocks the others, and in which order candidates
+//! are tried.
+//!
+//! Mirrors upstream `disruption/types.go` `NewCandidate` and `ValidatePodsDisruptable`: a
+//! candidate is initialized, not deleting, not nominated in the last 20 s, has no
+//! `karpenter.sh/do-not-disrupt` node annotation, and no pod with an active do-not-disrupt
+//! annotation or a PDB that forbids its eviction (one PDB allowing 0, or two PDBs selecting
+//! it, which the eviction API refuses). Drift of a node with a terminationGracePeriod
+//! ignores the pod-level blocks (upstream's "eventual" disruption class). Candidates are
+//! ranked by disruption cost (`disruptionutils.ReschedulingCost` times
+//! `LifetimeRemaining`), cheapest first.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, TimeDelta, Utc};
+
+use crate::api::duration::GoDuration;
+use crate::api::nodepool::NodePool;
+use crate::engine::pod::Pod;
+use crate::engine::state::{ClusterState, Pdb, StateNode, is_reschedulable};
+
+use super::drift::{DriftReason, drift};
+use super::outcome::Block;
+
+/// A node the pass may disrupt, with what each method needs to know about it.
+#[derive(Clone, Debug)]
+pub struct Candidate {
+    /// Index into `ClusterState::nodes`.
+    pub node: usize,
+    /// Reschedulable pods (indices into `ClusterState::pods`): what must find a new home.
+    pub pods: Vec<usize>,
+    /// Disruption cost: lower is disrupted first.
+    pub cost: f64,
+    /// Consolidation may consider it (consolidateAfter has passed since the last pod event).
+    pub consolidatable: Result<(), Block>,
+    /// A do-not-disrupt pod or a PDB that blocks eviction, if any.
+    pub pod_block: Option<Block>,
+    pub drift: Option<DriftReason>,
+}
+
+impl Candidate {
+    /// No pod would need a new home.
+    pub fn is_empty(&self) -> bool {
+        self.pods.is_empty()
+    }
+
+    /// The pod-level block that applies to a method: drift of a node with a
+    /// terminationGracePeriod drains it regardless (the grace period bounds the wait).
+    pub fn pod_block_for_drift<'a>(&'a self, node: &StateNode) -> Option<&'a Block> {
+        if node.termination_grace_period.is_some() {
+            None
+        } else {
+            self.pod_block.as_ref()
+        }
+    }
+}
+
+/// Per-pod cost of eviction (upstream `EvictionCost`): 1, plus the pod-deletion-cost
+/// annotation over 2^27, plus the priority over 2^25, clamped to [-10, 10].
+pub fn eviction_cost(p: &Pod) -> f64 {
+    let cost =
+        1.0 + p.deletion_cost() as f64 / 2f64.powi(27) + f64::from(p.priority) / 2f64.powi(25);
+    cost.clamp(-10.0, 10.0)
+}
+
+/// The fraction of `expireAfter` the node has left (1 without expiry), upstream
+/// `LifetimeRemaining`: nodes close to expiry are cheaper to disrupt.
+pub fn lifetime_remaining(node: &StateNode, now: DateTime<Utc>) -> f64 {
+    match node.expire_after {
+        Some(total) if total > TimeDelta::zero() => {
+            let left = (node.created + total - now).num_milliseconds() as f64;
+            (left / total.num_milliseconds() as f64).clamp(0.0, 1.0)
+        }
+        _ => 1.0,
+    }
+}
+
+/// The active do-not-disrupt protection of a pod: `"true"` protects it for as long as it
+/// runs; a Go duration protects it for that long after it was created. Other values do not
+/// protect it (upstream only honours these forms).
+pub fn do_not_disrupt_until(p: &Pod, now: DateTime<Utc>) -> Option<Option<DateTime<Utc>>> {
+    let v = p.do_not_disrupt()?;
+    if v == "true" {
+        return Some(None);
+    }
+    let d = GoDuration::parse(v).ok()?.value()?;
+    let until = p.created + TimeDelta::from_std(d).ok()?;
+    (now < until).then_some(Some(until))
+}
+
+/// PDBs indexed by namespace and by a label their selector requires, built once per
+/// pass: 50,000 pods against hundreds of PDBs look at a handful each.
+pub struct PdbIndex<'a> {
+    by_label: HashMap<(&'a str, String, String), Vec<&'a Pdb>>,
+    unlabelled: HashMap<&'a str, Vec<&'a Pdb>>,
+}
+
+impl<'a> PdbIndex<'a> {
+    pub fn new(pdbs: &'a [Pdb]) -> Self {
+        let mut by_label: HashMap<(&str, String, String), Vec<&Pdb>> = HashMap::new();
+        let mut unlabelled: HashMap<&str, Vec<&Pdb>> = HashMap::new();
+        for p in pdbs {
+            match crate::engine::scheduling::topology::label_hint(&p.selector) {
+                Some((k, v)) => by_label
+                    .entry((p.namespace.as_str(), k, v))
+                    .or_default()
+                    .push(p),
+                None => unlabelled.entry(p.namespace.as_str()).or_default().push(p),
+            }
+        }
+        PdbIndex {
+            by_label,
+            unlabelled,
+        }
+    }
+
+    /// The PDBs selecting a pod, in the order they were given.
+    pub fn matching(&self, pod: &Pod) -> Vec<&'a Pdb> {
+        let ns = pod.key.namespace.as_str();
+        let mut out: Vec<&Pdb> = self
+            .unlabelled
+            .get(ns)
+            .into_iter()
+            .flatten()
+            .copied()
+            .chain(pod.labels.iter().flat_map(|(k, v)| {
+                self.by_label
+                    .get(&(ns, k.clone(), v.clone()))
+                    .into_iter()
+                    .flatten()
+                    .copied()
+            }))
+            .filter(|p| p.selects(pod))
+            .collect();
+        out.sort_by_key(|p| *p as *const Pdb);
+        out.dedup_by_key(|p| *p as *const Pdb);
+        out
+    }
+
+    /// Why evicting the pod would be refused, if it would.
+    pub fn eviction_block(&self, pod: &Pod) -> Option<Block> {
+        let pdbs = self.matching(pod);
+        match pdbs.as_slice() {
+            [] => None,
+            [one] if one.disruptions_allowed <= 0 => Some(Block::PdbAllowsZero {
+                pdb: format!("{}/{}", one.namespace, one.name),
+                pod: pod.key.clone(),
+            }),
+            [_] => None,
+            many => Some(Block::MultiplePdbs {
+                pod: pod.key.clone(),
+                pdbs: many
+                    .iter()
+                    .map(|p| format!("{}/{}", p.namespace, p.name))
+                    .collect(),
+            }),
+        }
+    }
+}
+
+/// The node-level reasons a node cannot be a candidate at all.
+pub fn node_block(node: &StateNode, pool: Option<&NodePool>, now: DateTime<Utc>) -> Option<Block> {
+    if node.deleting || node.is_disrupted_tainted() {
+        return Some(Block::Deleting);
+    }
+    if pool.is_none() {
+        return Some(Block::NoNodePool);
+    }
+    if !node.initialized {
+        return Some(Block::NotInitialized);
+    }
+    if let Some(until) = node.nominated_until
+        && now < until
+    {
+        return Some(Block::Nominated { until });
+    }
+    if node.do_not_disrupt() {
+        return Some(Block::NodeDoNotDisrupt);
+    }
+    None
+}
+
+/// When consolidation may consider the node: `consolidateAfter` after its last pod event
+/// (or its creation when no pod ever came or went). Upstream sets the NodeClaim's
+/// Consolidatable condition at that moment.
+pub fn consolidatable(node: &StateNode, pool: &NodePool, now: DateTime<Utc>) -> Result<(), Block> {
+    let after = match &pool.spec.disruption.consolidate_after {
+        Some(d) if d.is_never() => return Err(Block::ConsolidationDisabled),
+        Some(d) => d
+            .value()
+            .and_then(|v| TimeDelta::from_std(v).ok())
+            .unwrap_or_default(),
+        None => TimeDelta::zero(),
+    };
+    let since = node.last_pod_event.unwrap_or(node.created);
+    let ready = since + after;
+    if now < ready {
+        let ms = (ready - now).num_milliseconds();
+        return Err(Block::ConsolidateAfter {
+            seconds_left: (ms + 999) / 1000,
+        });
+    }
+    Ok(())
+}
+
+/// Builds the candidate for a node that passed [`node_block`].
+pub fn candidate(
+    state: &ClusterState,
+    node_idx: usize,
+    pods_on_node: &[usize],
+    pool: &NodePool,
+    pool_hash: &str,
+    pdbs: &PdbIndex,
+    now: DateTime<Utc>,
+) -> Candidate {
+    let node = &state.nodes[node_idx];
+    let mut pods = Vec::new();
+    let mut pod_block = None;
+    let mut cost = 0.0;
+    for &i in pods_on_node {
+        let p = &state.pods[i];
+        if p.is_terminal() || p.deleting.is_some() || p.is_static() {
+            continue;
+        }
+        if pod_block.is_none() {
+            if let Some(until) = do_not_disrupt_until(p, now) {
+                pod_block = Some(Block::PodDoNotDisrupt {
+                    pod: p.key.clone(),
+                    until,
+                });
+            } else if let Some(b) = pdbs.eviction_block(p) {
+                pod_block = Some(b);
+            }
+        }
+        if is_reschedulable(p) {
+            cost += eviction_cost(p);
+            pods.push(i);
+        }
+    }
+    Candidate {
+        node: node_idx,
+        pods,
+        cost: cost * lifetime_remaining(node, now),
+        consolidatable: consolidatable(node, pool, now),
+        pod_block,
+        drift: drift(node, pool, pool_hash),
+    }
+}
+
+/// Sorts candidates cheapest to disrupt first; ties by node name, so passes are
+/// deterministic.
+pub fn rank(candidates: &mut [Candidate], state: &ClusterState) {
+    candidates.sort_by(|a, b| {
+        a.cost
+            .total_cmp(&b.cost)
+            .then_with(|| state.nodes[a.node].name.cmp(&state.nodes[b.node].name))
+    });
+}

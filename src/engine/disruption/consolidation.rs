@@ -1,0 +1,167 @@
+//! Consolidation: can these nodes go, with their pods moving to the rest of the cluster or
+//! to one cheaper new node?
+//!
+//! Mirrors upstream `disruption/consolidation.go` `computeConsolidation`: simulate
+//! scheduling the candidates' pods without the candidates; delete when every pod fits
+//! elsewhere; replace with exactly one NodeClaim only if it is strictly cheaper than the
+//! candidates together; an on-demand candidate's replacement is constrained to spot when
+//! the pool allows spot (so a spot shortage fails the launch instead of buying pricier
+//! on-demand); spot-to-spot replacement only behind a flag and, for a single node, only
+//! with at least 15 cheaper spot types, sending the 15 cheapest.
+
+use crate::api::labels;
+use crate::engine::catalog::CapacityType;
+use crate::engine::requirements::Requirement;
+use crate::engine::scheduling::{NewNodeClaim, Simulator, offering_allowed};
+use crate::engine::state::ClusterState;
+
+use super::candidates::Candidate;
+use super::outcome::Block;
+use super::{Replacement, ReplacementOption};
+
+/// Upstream's minimum number of cheaper spot types for single-node spot-to-spot.
+pub const MIN_SPOT_TO_SPOT_TYPES: usize = 15;
+
+/// A consolidation that would work: delete, or replace with one node.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub replacement: Option<Replacement>,
+    /// Candidates' price minus the replacement's cheapest option, USD/h.
+    pub savings: f64,
+}
+
+/// Simulates the candidates away and decides delete / replace / nothing.
+/// `sim_index` maps a state node index to the simulator's node index.
+pub fn evaluate(
+    sim: &mut Simulator,
+    state: &ClusterState,
+    candidates: &[&Candidate],
+    sim_index: &[Option<usize>],
+    spot_to_spot: bool,
+) -> Result<Plan, Block> {
+    let pods: Vec<&crate::engine::pod::Pod> = candidates
+        .iter()
+        .flat_map(|c| c.pods.iter().map(|&i| &state.pods[i]))
+        .collect();
+    let excluded: Vec<usize> = candidates
+        .iter()
+        .filter_map(|c| sim_index[c.node])
+        .collect();
+    let price: f64 = candidates.iter().map(|c| state.nodes[c.node].price).sum();
+    if pods.is_empty() {
+        return Ok(Plan {
+            replacement: None,
+            savings: price,
+        });
+    }
+    // Only types cheaper than the candidates can replace them; when that fails, the
+    // uncapped simulation says why (pods would not fit, several nodes, or nothing
+    // cheaper), so the explanation is the one upstream would give.
+    let mut results = sim.run_capped(&pods, &excluded, Some(price));
+    if !results.errors.is_empty() || results.new_nodeclaims.len() > 1 {
+        results = sim.run(&pods, &excluded);
+    }
+    if let Some((pod, why)) = results.errors.iter().next() {
+        return Err(Block::PodsWouldNotFit {
+            pod: pod.clone(),
+            why: why.clone(),
+        });
+    }
+    match results.new_nodeclaims.len() {
+        0 => {
+            return Ok(Plan {
+                replacement: None,
+                savings: price,
+            });
+        }
+        1 => {}
+        n => return Err(Block::TooManyReplacements { count: n }),
+    }
+    let claim = &results.new_nodeclaims[0];
+    let all_spot = candidates
+        .iter()
+        .all(|c| state.nodes[c.node].capacity_type == CapacityType::Spot);
+    let mut requirements = claim.requirements.clone();
+    let allows = |ct: &str| {
+        requirements
+            .get(labels::CAPACITY_TYPE)
+            .is_none_or(|r| r.has(ct))
+    };
+    let spot_ok = allows(labels::CAPACITY_TYPE_SPOT);
+    let od_ok = allows(labels::CAPACITY_TYPE_ON_DEMAND);
+    let spot_to_spot_move = all_spot && spot_ok;
+    if spot_to_spot_move || (spot_ok && od_ok) {
+        requirements.add(Requirement::in_values(
+            labels::CAPACITY_TYPE,
+            [labels::CAPACITY_TYPE_SPOT.to_string()],
+        ));
+    }
+    if spot_to_spot_move && !spot_to_spot {
+        return Err(Block::SpotToSpotDisabled);
+    }
+    let mut options = priced_options(claim, &requirements, candidates, state, price);
+    if options.is_empty() {
+        return Err(Block::NoCheaperReplacement);
+    }
+    if spot_to_spot_move && candidates.len() == 1 {
+        if options.len() < MIN_SPOT_TO_SPOT_TYPES {
+            return Err(Block::TooFewCheaperSpotTypes {
+                count: options.len(),
+            });
+        }
+        options.truncate(MIN_SPOT_TO_SPOT_TYPES);
+    }
+    let cheapest = options[0].price;
+    Ok(Plan {
+        replacement: Some(Replacement {
+            nodepool: claim.nodepool.clone(),
+            capacity_types: requirements
+                .get(labels::CAPACITY_TYPE)
+                .map(|r| r.values().to_vec())
+                .unwrap_or_default(),
+            options,
+            requirements,
+            requests: claim.requests.clone(),
+            pods: claim.pods.clone(),
+        }),
+        savings: price - cheapest,
+    })
+}
+
+/// The claim's instance types that are strictly cheaper than the candidates together,
+/// cheapest first. A type a candidate already runs is dropped unless it is cheaper than
+/// that candidate (upstream `filterOutSameType`: replacing like with like saves nothing).
+fn priced_options(
+    claim: &NewNodeClaim,
+    requirements: &crate::engine::requirements::Requirements,
+    candidates: &[&Candidate],
+    state: &ClusterState,
+    price: f64,
+) -> Vec<ReplacementOption> {
+    let mut out: Vec<ReplacementOption> = claim
+        .instance_types
+        .iter()
+        .filter_map(|it| {
+            let o = it.cheapest_offering(|o| offering_allowed(o, requirements))?;
+            Some(ReplacementOption {
+                instance_type: it.name.clone(),
+                price: o.price,
+                capacity_type: o.capacity_type,
+                zone: o.zone.clone(),
+            })
+        })
+        .filter(|o| o.price < price)
+        .filter(|o| {
+            candidates.iter().all(|c| {
+                let n = &state.nodes[c.node];
+                n.instance_type != o.instance_type || o.price < n.price
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        a.price
+            .total_cmp(&b.price)
+            .then_with(|| a.instance_type.cmp(&b.instance_type))
+    });
+    out
+}

@@ -1,0 +1,738 @@
+//! Disruption: which nodes to remove or replace, when, and why not.
+//!
+//! A pass (upstream's 10 s disruption poll) evaluates every node and returns at most one
+//! voluntary command, tried in upstream's order: emptiness (every empty candidate within
+//! budget, one command), drift (oldest first, one node per command, replacements as
+//! needed), multi-node consolidation (binary search over the ranked candidates, at least
+//! 2, at most one replacement), single-node consolidation. Expired nodes are deleted
+//! without waiting for budgets (upstream's NodeClaim expiration controller) but count
+//! against them once deleting. Unlike upstream, which stops at the first command and gives
+//! up after 1 min (multi-node) or 3 min (single-node), every candidate is evaluated every
+//! pass so that every node has an explanation.
+//!
+//! Pure: the pass reads a [`ClusterState`] and a time and returns plans.
+
+pub mod budgets;
+pub mod candidates;
+pub mod consolidation;
+pub mod drift;
+pub mod fixture;
+pub mod outcome;
+pub mod validation;
+
+use std::collections::{BTreeMap, HashMap};
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::api::nodepool::{ConsolidationPolicy, DisruptionReason};
+use crate::engine::catalog::CapacityType;
+use crate::engine::pod::PodKey;
+use crate::engine::requirements::Requirements;
+use crate::engine::resources::Resources;
+use crate::engine::scheduling::{BoundPod, NodeInput, PoolInput, SolveInput};
+use crate::engine::state::{ClusterState, StateNode};
+
+pub use budgets::PoolBudgets;
+use candidates::{Candidate, PdbIndex};
+pub use outcome::{Block, Method, Outcome, Reason};
+
+/// Upstream caps multi-node consolidation at the 100 cheapest candidates.
+pub const MAX_MULTI_NODE_CANDIDATES: usize = 100;
+
+/// Knobs of a pass.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Allow replacing spot nodes with cheaper spot nodes (upstream feature gate
+    /// `SpotToSpotConsolidation`, default off).
+    pub spot_to_spot: bool,
+    /// Nodes the approval gate or the orchestrator holds (pending decision, rejected by an
+    /// operator, in flight), with the words to show.
+    pub held: HashMap<String, String>,
+}
+
+/// A node a command disrupts, with what the operator needs to judge it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CandidateSummary {
+    pub node: String,
+    pub nodepool: String,
+    pub instance_type: String,
+    pub zone: String,
+    pub capacity_type: CapacityType,
+    /// USD per hour.
+    pub price: f64,
+    pub pods: Vec<PodKey>,
+}
+
+/// One instance type a replacement may launch as.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ReplacementOption {
+    pub instance_type: String,
+    pub price: f64,
+    pub capacity_type: CapacityType,
+    pub zone: String,
+}
+
+/// A NodeClaim a command creates before deleting its candidates.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Replacement {
+    pub nodepool: String,
+    /// Cheapest first.
+    pub options: Vec<ReplacementOption>,
+    pub capacity_types: Vec<String>,
+    #[serde(skip)]
+    pub requirements: Requirements,
+    #[serde(skip)]
+    pub requests: Resources,
+    pub pods: Vec<PodKey>,
+}
+
+impl Replacement {
+    /// The price of the cheapest option, USD/h.
+    pub fn price(&self) -> f64 {
+        self.options.first().map(|o| o.price).unwrap_or(0.0)
+    }
+}
+
+/// One disruption decision: what goes, what replaces it, what it saves.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Command {
+    pub method: Method,
+    pub reason: Reason,
+    pub candidates: Vec<CandidateSummary>,
+    pub replacements: Vec<Replacement>,
+    /// USD per hour: the candidates' price minus the replacements' cheapest options.
+    pub savings_per_hour: f64,
+    /// Nodes the command takes from each pool's budget for its reason.
+    pub budget: BTreeMap<String, usize>,
+}
+
+impl Command {
+    /// The node names it disrupts.
+    pub fn nodes(&self) -> impl Iterator<Item = &str> {
+        self.candidates.iter().map(|c| c.node.as_str())
+    }
+
+    /// True when it only deletes.
+    pub fn is_delete(&self) -> bool {
+        self.replacements.is_empty()
+    }
+}
+
+/// A Kubernetes event the pass would emit (upstream reasons).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Event {
+    /// The node the event is about.
+    pub node: String,
+    /// `DisruptionBlocked`, `Unconsolidatable`, `DisruptionLaunching`, ...
+    pub reason: String,
+    pub message: String,
+}
+
+/// Everything one pass decided.
+#[derive(Clone, Debug)]
+pub struct Pass {
+    pub at: DateTime<Utc>,
+    pub budgets: Vec<PoolBudgets>,
+    /// Expired nodes, one command each: not budgeted, not pausable by budgets (only by an
+    /// operator pause).
+    pub expirations: Vec<Command>,
+    /// The voluntary command this pass acts on, if any.
+    pub command: Option<Command>,
+    /// Every node's outcome.
+    pub outcomes: BTreeMap<String, Outcome>,
+    /// Candidates for which a method ran a check (the benchmark's "no candidate skipped").
+    pub candidates_evaluated: usize,
+    /// Candidates eligible per reason (`karpenter_voluntary_disruption_eligible_nodes`).
+    pub eligible: BTreeMap<Reason, usize>,
+    pub events: Vec<Event>,
+}
+
+/// Counts per pool: managed initialized nodes, and of those NotReady or deleting.
+fn pool_counts(state: &ClusterState) -> HashMap<&str, (usize, usize)> {
+    let mut counts: HashMap<&str, (usize, usize)> = HashMap::new();
+    for n in &state.nodes {
+        if !n.initialized {
+            continue;
+        }
+        let c = counts.entry(n.nodepool.as_str()).or_default();
+        c.0 += 1;
+        if !n.ready || n.deleting || n.is_disrupted_tainted() {
+            c.1 += 1;
+        }
+    }
+    counts
+}
+
+/// Every pool's budgets at `now`.
+pub fn evaluate_budgets(state: &ClusterState, now: DateTime<Utc>) -> Vec<PoolBudgets> {
+    let counts = pool_counts(state);
+    state
+        .nodepools
+        .iter()
+        .map(|(name, pool)| {
+            let (total, disrupting) = counts.get(name.as_str()).copied().unwrap_or_default();
+            PoolBudgets::evaluate(pool, total, disrupting, now)
+        })
+        .collect()
+}
+
+/// The scheduling input of a pass: every pool, every node not being deleted (uninitialized
+/// ones included: their capacity is on its way), every bound pod.
+pub struct SimInput<'a> {
+    pub input: SolveInput<'a>,
+    /// State node index -> index into `input.nodes`.
+    pub index: Vec<Option<usize>>,
+}
+
+impl<'a> SimInput<'a> {
+    pub fn new(state: &'a ClusterState, pods_by_node: &[Vec<usize>]) -> SimInput<'a> {
+        let mut input = SolveInput {
+            daemonsets: state.daemonsets.clone(),
+            ..Default::default()
+        };
+        for (name, pool) in &state.nodepools {
+            let mut in_use = Resources::default();
+            for n in state.nodes.iter().filter(|n| &n.nodepool == name) {
+                in_use.add(&n.allocatable);
+            }
+            input.pools.push(PoolInput {
+                nodepool: pool,
+                instance_types: state.instance_types.get(name).cloned().unwrap_or_default(),
+                in_use,
+            });
+        }
+        let mut index = vec![None; state.nodes.len()];
+        for (i, n) in state.nodes.iter().enumerate() {
+            if n.deleting || n.is_disrupted_tainted() {
+                continue;
+            }
+            let mut requested = Resources::default();
+            let mut host_ports = Vec::new();
+            for &p in &pods_by_node[i] {
+                let p = &state.pods[p];
+                if p.is_terminal() {
+                    continue;
+                }
+                requested.add(&p.requests);
+                host_ports.extend(p.host_ports.iter().cloned());
+                input.bound.push(BoundPod {
+                    pod: p,
+                    node_labels: &n.labels,
+                    node_taints: &n.taints,
+                });
+            }
+            index[i] = Some(input.nodes.len());
+            input.nodes.push(NodeInput {
+                name: n.name.clone(),
+                labels: n.labels.clone(),
+                taints: n.taints.clone(),
+                allocatable: n.allocatable.clone(),
+                requested,
+                host_ports,
+                initialized: n.initialized,
+            });
+        }
+        SimInput { input, index }
+    }
+}
+
+fn summary(state: &ClusterState, c: &Candidate) -> CandidateSummary {
+    let n = &state.nodes[c.node];
+    CandidateSummary {
+        node: n.name.clone(),
+        nodepool: n.nodepool.clone(),
+        instance_type: n.instance_type.clone(),
+        zone: n.zone.clone(),
+        capacity_type: n.capacity_type,
+        price: n.price,
+        pods: c.pods.iter().map(|&p| state.pods[p].key.clone()).collect(),
+    }
+}
+
+fn command(
+    state: &ClusterState,
+    method: Method,
+    reason: Reason,
+    cands: &[&Candidate],
+    replacements: Vec<Replacement>,
+) -> Command {
+    let candidates: Vec<CandidateSummary> = cands.iter().map(|c| summary(state, c)).collect();
+    let price: f64 = candidates.iter().map(|c| c.price).sum();
+    let new: f64 = replacements.iter().map(Replacement::price).sum();
+    let mut budget = BTreeMap::new();
+    for c in &candidates {
+        *budget.entry(c.nodepool.clone()).or_insert(0) += 1;
+    }
+    Command {
+        method,
+        reason,
+        savings_per_hour: if matches!(method, Method::Drift | Method::Expiration) {
+            0.0
+        } else {
+            price - new
+        },
+        candidates,
+        replacements,
+        budget,
+    }
+}
+
+/// Budget left per pool for one reason, drawn down as a pass assigns candidates.
+struct Allowance<'a> {
+    budgets: &'a [PoolBudgets],
+    left: HashMap<&'a str, usize>,
+    reason: DisruptionReason,
+}
+
+impl<'a> Allowance<'a> {
+    fn new(budgets: &'a [PoolBudgets], reason: DisruptionReason) -> Self {
+        Allowance {
+            budgets,
+            left: budgets
+                .iter()
+                .map(|b| (b.nodepool.as_str(), b.allowed(reason)))
+                .collect(),
+            reason,
+        }
+    }
+
+    fn has(&self, pool: &str) -> bool {
+        self.left.get(pool).copied().unwrap_or(0) > 0
+    }
+
+    fn take(&mut self, pool: &str) {
+        if let Some(l) = self.left.get_mut(pool) {
+            *l = l.saturating_sub(1);
+        }
+    }
+
+    fn block(&self, pool: &str) -> Block {
+        let until = self
+            .budgets
+            .iter()
+            .find(|b| b.nodepool == pool)
+            .and_then(|b| b.reason(self.reason).next_change);
+        Block::Budget {
+            reason: self.reason,
+            nodepool: pool.to_string(),
+            until,
+        }
+    }
+}
+
+/// Runs one disruption pass over the state at `now`.
+pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass {
+    let budgets = evaluate_budgets(state, now);
+    let pods_by_node = state.pods_by_node();
+    let pdbs = PdbIndex::new(&state.pdbs);
+    let hashes: HashMap<&str, String> = state
+        .nodepools
+        .iter()
+        .map(|(n, p)| (n.as_str(), drift::nodepool_hash(p)))
+        .collect();
+    let mut pass = Pass {
+        at: now,
+        budgets: Vec::new(),
+        expirations: Vec::new(),
+        command: None,
+        outcomes: BTreeMap::new(),
+        candidates_evaluated: 0,
+        eligible: BTreeMap::new(),
+        events: Vec::new(),
+    };
+
+    // Node-level blocks, expiration, and the candidate list.
+    let mut cands: Vec<Candidate> = Vec::new();
+    for (i, node) in state.nodes.iter().enumerate() {
+        let pool = state.nodepools.get(&node.nodepool);
+        if let Some(why) = options.held.get(&node.name) {
+            pass.outcomes.insert(
+                node.name.clone(),
+                Outcome::Blocked(Block::Held { why: why.clone() }),
+            );
+            continue;
+        }
+        if let Some(at) = node.expires_at()
+            && now >= at
+            && !node.deleting
+            && !node.is_disrupted_tainted()
+        {
+            let c = Candidate {
+                node: i,
+                pods: pods_by_node[i]
+                    .iter()
+                    .copied()
+                    .filter(|&p| crate::engine::state::is_reschedulable(&state.pods[p]))
+                    .collect(),
+                cost: 0.0,
+                consolidatable: Ok(()),
+                pod_block: None,
+                drift: None,
+            };
+            pass.expirations.push(command(
+                state,
+                Method::Expiration,
+                Reason::Expired,
+                &[&c],
+                vec![],
+            ));
+            *pass.eligible.entry(Reason::Expired).or_default() += 1;
+            pass.outcomes.insert(
+                node.name.clone(),
+                Outcome::Chosen {
+                    method: Method::Expiration,
+                    savings: 0.0,
+                    delete_only: true,
+                },
+            );
+            continue;
+        }
+        if let Some(b) = candidates::node_block(node, pool, now) {
+            pass.outcomes.insert(node.name.clone(), Outcome::Blocked(b));
+            continue;
+        }
+        let Some(pool) = pool else { continue };
+        let hash = hashes
+            .get(node.nodepool.as_str())
+            .map(String::as_str)
+            .unwrap_or("");
+        cands.push(candidates::candidate(
+            state,
+            i,
+            &pods_by_node[i],
+            pool,
+            hash,
+            &pdbs,
+            now,
+        ));
+    }
+    candidates::rank(&mut cands, state);
+
+    let sim_input = SimInput::new(state, &pods_by_node);
+    let mut sim = crate::engine::scheduling::Simulator::new(&sim_input.input);
+    let node = |c: &Candidate| -> &StateNode { &state.nodes[c.node] };
+    let pool_of = |c: &Candidate| &state.nodepools[&state.nodes[c.node].nodepool];
+
+    // 1. Emptiness: every empty, consolidatable, unblocked candidate within budget.
+    let mut empty_allow = Allowance::new(&budgets, DisruptionReason::Empty);
+    let mut empties: Vec<&Candidate> = Vec::new();
+    for c in cands.iter().filter(|c| c.is_empty()) {
+        pass.candidates_evaluated += 1;
+        if let Some(b) = &c.pod_block {
+            pass.outcomes
+                .insert(node(c).name.clone(), Outcome::Blocked(b.clone()));
+            continue;
+        }
+        if let Err(b) = &c.consolidatable {
+            pass.outcomes
+                .insert(node(c).name.clone(), Outcome::Blocked(b.clone()));
+            continue;
+        }
+        *pass.eligible.entry(Reason::Empty).or_default() += 1;
+        if !empty_allow.has(&node(c).nodepool) {
+            pass.outcomes.insert(
+                node(c).name.clone(),
+                Outcome::Blocked(empty_allow.block(&node(c).nodepool)),
+            );
+            continue;
+        }
+        empty_allow.take(&node(c).nodepool);
+        empties.push(c);
+    }
+    if !empties.is_empty() {
+        let cmd = command(state, Method::Emptiness, Reason::Empty, &empties, vec![]);
+        for c in &empties {
+            pass.outcomes.insert(
+                node(c).name.clone(),
+                Outcome::Chosen {
+                    method: Method::Emptiness,
+                    savings: node(c).price,
+                    delete_only: true,
+                },
+            );
+        }
+        pass.command = Some(cmd);
+    }
+
+    // 2. Drift: oldest first, one node per command, any number of replacements.
+    let mut drifted: Vec<&Candidate> = cands
+        .iter()
+        .filter(|c| c.drift.is_some() && !pass.outcomes.contains_key(&node(c).name))
+        .collect();
+    drifted.sort_by(|a, b| {
+        node(a)
+            .created
+            .cmp(&node(b).created)
+            .then_with(|| node(a).name.cmp(&node(b).name))
+    });
+    let drift_allow = Allowance::new(&budgets, DisruptionReason::Drifted);
+    for c in drifted {
+        pass.candidates_evaluated += 1;
+        let name = node(c).name.clone();
+        let why = c
+            .drift
+            .as_ref()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        if let Some(b) = c.pod_block_for_drift(node(c)) {
+            pass.outcomes.insert(name, Outcome::Blocked(b.clone()));
+            continue;
+        }
+        *pass.eligible.entry(Reason::Drifted).or_default() += 1;
+        if !drift_allow.has(&node(c).nodepool) {
+            pass.outcomes
+                .insert(name, Outcome::Blocked(drift_allow.block(&node(c).nodepool)));
+            continue;
+        }
+        if pass.command.is_some() {
+            pass.outcomes.insert(
+                name,
+                Outcome::Eligible {
+                    method: Method::Drift,
+                    detail: why,
+                },
+            );
+            continue;
+        }
+        let results = if c.pods.is_empty() {
+            Default::default()
+        } else {
+            let pods: Vec<_> = c.pods.iter().map(|&p| &state.pods[p]).collect();
+            let excluded: Vec<usize> = sim_input.index[c.node].into_iter().collect();
+            sim.run(&pods, &excluded)
+        };
+        if let Some((pod, e)) = results.errors.iter().next() {
+            pass.outcomes.insert(
+                name,
+                Outcome::Blocked(Block::PodsWouldNotFit {
+                    pod: pod.clone(),
+                    why: e.clone(),
+                }),
+            );
+            continue;
+        }
+        let replacements = results
+            .new_nodeclaims
+            .iter()
+            .map(|nc| {
+                let mut options: Vec<ReplacementOption> = nc
+                    .instance_types
+                    .iter()
+                    .filter_map(|it| {
+                        let o = it.cheapest_offering(|o| {
+                            crate::engine::scheduling::offering_allowed(o, &nc.requirements)
+                        })?;
+                        Some(ReplacementOption {
+                            instance_type: it.name.clone(),
+                            price: o.price,
+                            capacity_type: o.capacity_type,
+                            zone: o.zone.clone(),
+                        })
+                    })
+                    .collect();
+                options.sort_by(|a, b| a.price.total_cmp(&b.price));
+                Replacement {
+                    nodepool: nc.nodepool.clone(),
+                    capacity_types: nc
+                        .requirements
+                        .get(crate::api::labels::CAPACITY_TYPE)
+                        .map(|r| r.values().to_vec())
+                        .unwrap_or_default(),
+                    options,
+                    requirements: nc.requirements.clone(),
+                    requests: nc.requests.clone(),
+                    pods: nc.pods.clone(),
+                }
+            })
+            .collect::<Vec<_>>();
+        let delete_only = replacements.is_empty();
+        pass.command = Some(command(
+            state,
+            Method::Drift,
+            Reason::Drifted,
+            &[c],
+            replacements,
+        ));
+        pass.outcomes.insert(
+            name,
+            Outcome::Chosen {
+                method: Method::Drift,
+                savings: 0.0,
+                delete_only,
+            },
+        );
+    }
+
+    // Consolidation candidates: consolidatable, unblocked, policy allows, not decided yet.
+    let mut consolidatable: Vec<&Candidate> = Vec::new();
+    for c in &cands {
+        let name = &node(c).name;
+        if pass.outcomes.contains_key(name) {
+            continue;
+        }
+        if let Err(b) = &c.consolidatable {
+            pass.outcomes
+                .insert(name.clone(), Outcome::Blocked(b.clone()));
+            continue;
+        }
+        if let Some(b) = &c.pod_block {
+            pass.outcomes
+                .insert(name.clone(), Outcome::Blocked(b.clone()));
+            continue;
+        }
+        if pool_of(c).spec.disruption.consolidation_policy == ConsolidationPolicy::WhenEmpty {
+            pass.outcomes.insert(
+                name.clone(),
+                Outcome::Blocked(Block::WhenEmptyPolicy { pods: c.pods.len() }),
+            );
+            continue;
+        }
+        consolidatable.push(c);
+    }
+    let under_allow = Allowance::new(&budgets, DisruptionReason::Underutilized);
+
+    // 3. Multi-node consolidation: the longest ranked prefix (within budget, at most 100)
+    // that consolidates into at most one new node, by binary search (upstream
+    // `firstNConsolidationOption`).
+    let mut prefix: Vec<&Candidate> = Vec::new();
+    {
+        let mut allow = Allowance::new(&budgets, DisruptionReason::Underutilized);
+        for c in &consolidatable {
+            if prefix.len() == MAX_MULTI_NODE_CANDIDATES {
+                break;
+            }
+            if allow.has(&node(c).nodepool) {
+                allow.take(&node(c).nodepool);
+                prefix.push(c);
+            }
+        }
+    }
+    let mut multi: Option<(usize, consolidation::Plan)> = None;
+    if pass.command.is_none() && prefix.len() >= 2 {
+        let (mut lo, mut hi) = (1usize, prefix.len() - 1);
+        while lo <= hi {
+            let mid = (lo + hi) / 2;
+            let set = &prefix[..=mid];
+            pass.candidates_evaluated += set.len();
+            match consolidation::evaluate(
+                &mut sim,
+                state,
+                set,
+                &sim_input.index,
+                options.spot_to_spot,
+            ) {
+                Ok(p) => {
+                    multi = Some((mid + 1, p));
+                    lo = mid + 1;
+                }
+                Err(_) => {
+                    if mid == 0 {
+                        break;
+                    }
+                    hi = mid - 1;
+                }
+            }
+        }
+    }
+    if let Some((n, p)) = multi {
+        let set = &prefix[..n];
+        let delete_only = p.replacement.is_none();
+        let cmd = command(
+            state,
+            Method::MultiNodeConsolidation,
+            Reason::Underutilized,
+            set,
+            p.replacement.into_iter().collect(),
+        );
+        for c in set {
+            pass.outcomes.insert(
+                node(c).name.clone(),
+                Outcome::Chosen {
+                    method: Method::MultiNodeConsolidation,
+                    savings: cmd.savings_per_hour,
+                    delete_only,
+                },
+            );
+        }
+        pass.command = Some(cmd);
+    }
+
+    // 4. Single-node consolidation: every remaining candidate is evaluated; the cheapest
+    // to disrupt that works acts if nothing else did.
+    for c in consolidatable {
+        let name = node(c).name.clone();
+        if pass.outcomes.contains_key(&name) {
+            continue;
+        }
+        if !under_allow.has(&node(c).nodepool) {
+            pass.outcomes
+                .insert(name, Outcome::Blocked(under_allow.block(&node(c).nodepool)));
+            continue;
+        }
+        pass.candidates_evaluated += 1;
+        match consolidation::evaluate(
+            &mut sim,
+            state,
+            &[c],
+            &sim_input.index,
+            options.spot_to_spot,
+        ) {
+            Ok(p) => {
+                *pass.eligible.entry(Reason::Underutilized).or_default() += 1;
+                let delete_only = p.replacement.is_none();
+                if pass.command.is_none() {
+                    let cmd = command(
+                        state,
+                        Method::SingleNodeConsolidation,
+                        Reason::Underutilized,
+                        &[c],
+                        p.replacement.into_iter().collect(),
+                    );
+                    pass.outcomes.insert(
+                        name,
+                        Outcome::Chosen {
+                            method: Method::SingleNodeConsolidation,
+                            savings: cmd.savings_per_hour,
+                            delete_only,
+                        },
+                    );
+                    pass.command = Some(cmd);
+                } else {
+                    let verb = if delete_only { "delete" } else { "replace" };
+                    pass.outcomes.insert(
+                        name,
+                        Outcome::Eligible {
+                            method: Method::SingleNodeConsolidation,
+                            detail: format!("{verb}, saves ${:.4}/h", p.savings),
+                        },
+                    );
+                }
+            }
+            Err(b) => {
+                pass.outcomes.insert(name, Outcome::Blocked(b));
+            }
+        }
+    }
+
+    for (name, o) in &pass.outcomes {
+        if let Outcome::Blocked(b) = o {
+            if matches!(
+                b,
+                Block::Held { .. } | Block::Deleting | Block::NotInitialized
+            ) {
+                continue;
+            }
+            pass.events.push(Event {
+                node: name.clone(),
+                reason: b.event_reason().to_string(),
+                message: b.to_string(),
+            });
+        }
+    }
+    pass.budgets = budgets;
+    pass
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,291 @@
+//! What a disruption pass says about each node: chosen (and what it saves), eligible but
+//! waiting, or blocked and why. Upstream emits events for some of these
+//! (`DisruptionBlocked`, `Unconsolidatable`); the console shows every one of them.
+
+use std::fmt;
+
+use chrono::{DateTime, Utc};
+
+use crate::api::nodepool::DisruptionReason;
+use crate::engine::pod::PodKey;
+
+/// Why a command disrupts its nodes. The first three are budget reasons; expiration is
+/// not budgeted (it counts against budgets once the node is deleting).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+pub enum Reason {
+    Empty,
+    Drifted,
+    Underutilized,
+    Expired,
+}
+
+impl Reason {
+    pub const ALL: [Reason; 4] = [
+        Reason::Empty,
+        Reason::Drifted,
+        Reason::Underutilized,
+        Reason::Expired,
+    ];
+
+    /// The budget reason, if the reason is budgeted.
+    pub fn budget_reason(self) -> Option<DisruptionReason> {
+        match self {
+            Reason::Empty => Some(DisruptionReason::Empty),
+            Reason::Drifted => Some(DisruptionReason::Drifted),
+            Reason::Underutilized => Some(DisruptionReason::Underutilized),
+            Reason::Expired => None,
+        }
+    }
+
+    /// Upstream's spelling (metrics label values, events, the journal).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::Empty => "Empty",
+            Reason::Drifted => "Drifted",
+            Reason::Underutilized => "Underutilized",
+            Reason::Expired => "Expired",
+        }
+    }
+
+    /// Parses the spelling of [`Reason::as_str`], case-insensitively.
+    pub fn parse(s: &str) -> Option<Reason> {
+        Reason::ALL
+            .into_iter()
+            .find(|r| r.as_str().eq_ignore_ascii_case(s.trim()))
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The disruption methods, in the order a pass tries them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+pub enum Method {
+    Expiration,
+    Emptiness,
+    Drift,
+    MultiNodeConsolidation,
+    SingleNodeConsolidation,
+}
+
+impl Method {
+    /// Lower-case words for the console and messages.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Expiration => "expiration",
+            Method::Emptiness => "emptiness",
+            Method::Drift => "drift",
+            Method::MultiNodeConsolidation => "multi-node consolidation",
+            Method::SingleNodeConsolidation => "single-node consolidation",
+        }
+    }
+
+    /// Upstream's metric label value (`consolidation_type` / `method`).
+    pub fn metric_label(self) -> &'static str {
+        match self {
+            Method::Expiration => "expiration",
+            Method::Emptiness => "empty",
+            Method::Drift => "drift",
+            Method::MultiNodeConsolidation => "multi",
+            Method::SingleNodeConsolidation => "single",
+        }
+    }
+}
+
+impl fmt::Display for Method {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why a node is not being disrupted (this pass).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Block {
+    NotInitialized,
+    Deleting,
+    Nominated {
+        until: DateTime<Utc>,
+    },
+    NoNodePool,
+    NodeDoNotDisrupt,
+    PodDoNotDisrupt {
+        pod: PodKey,
+        until: Option<DateTime<Utc>>,
+    },
+    PdbAllowsZero {
+        pdb: String,
+        pod: PodKey,
+    },
+    MultiplePdbs {
+        pod: PodKey,
+        pdbs: Vec<String>,
+    },
+    Budget {
+        reason: DisruptionReason,
+        nodepool: String,
+        until: Option<DateTime<Utc>>,
+    },
+    ConsolidateAfter {
+        seconds_left: i64,
+    },
+    ConsolidationDisabled,
+    WhenEmptyPolicy {
+        pods: usize,
+    },
+    NoCheaperReplacement,
+    PodsWouldNotFit {
+        pod: PodKey,
+        why: String,
+    },
+    TooManyReplacements {
+        count: usize,
+    },
+    SpotToSpotDisabled,
+    TooFewCheaperSpotTypes {
+        count: usize,
+    },
+    /// Held in a pending decision, being executed, or rejected by an operator.
+    Held {
+        why: String,
+    },
+}
+
+impl Block {
+    /// The Kubernetes event reason upstream would use for this block.
+    pub fn event_reason(&self) -> &'static str {
+        match self {
+            Block::NoCheaperReplacement
+            | Block::PodsWouldNotFit { .. }
+            | Block::TooManyReplacements { .. }
+            | Block::SpotToSpotDisabled
+            | Block::TooFewCheaperSpotTypes { .. }
+            | Block::WhenEmptyPolicy { .. }
+            | Block::ConsolidationDisabled => "Unconsolidatable",
+            _ => "DisruptionBlocked",
+        }
+    }
+}
+
+fn until(t: &Option<DateTime<Utc>>) -> String {
+    match t {
+        Some(t) => format!(" until {}", t.format("%Y-%m-%d %H:%M:%S UTC")),
+        None => String::new(),
+    }
+}
+
+impl fmt::Display for Block {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Block::NotInitialized => f.write_str("not initialized"),
+            Block::Deleting => f.write_str("being deleted"),
+            Block::Nominated { until: t } => write!(
+                f,
+                "nominated for pending pods until {}",
+                t.format("%H:%M:%S UTC")
+            ),
+            Block::NoNodePool => f.write_str("its NodePool no longer exists"),
+            Block::NodeDoNotDisrupt => {
+                f.write_str("node has the karpenter.sh/do-not-disrupt annotation")
+            }
+            Block::PodDoNotDisrupt { pod, until: t } => {
+                write!(f, "do-not-disrupt pod {pod}{}", until(t))
+            }
+            Block::PdbAllowsZero { pdb, pod } => {
+                write!(f, "PDB {pdb} allows 0 disruptions (pod {pod})")
+            }
+            Block::MultiplePdbs { pod, pdbs } => {
+                write!(f, "pod {pod} is selected by {} PDBs ({})", pdbs.len(), pdbs.join(", "))
+            }
+            Block::Budget {
+                reason,
+                nodepool,
+                until: t,
+            } => write!(
+                f,
+                "budget for {} in {nodepool} exhausted{}",
+                reason.as_str(),
+                until(t)
+            ),
+            Block::ConsolidateAfter { seconds_left } => {
+                let (m, s) = (seconds_left / 60, seconds_left % 60);
+                if m > 0 {
+                    write!(f, "consolidateAfter has {m}m{s:02}s left")
+                } else {
+                    write!(f, "consolidateAfter has {s}s left")
+                }
+            }
+            Block::ConsolidationDisabled => f.write_str("consolidateAfter is Never"),
+            Block::WhenEmptyPolicy { pods } => write!(
+                f,
+                "consolidationPolicy WhenEmpty and the node runs {pods} pod{}",
+                if *pods == 1 { "" } else { "s" }
+            ),
+            Block::NoCheaperReplacement => f.write_str("no cheaper replacement"),
+            Block::PodsWouldNotFit { pod, why } => {
+                write!(f, "pods would not fit: {pod} ({why})")
+            }
+            Block::TooManyReplacements { count } => {
+                write!(f, "its pods would need {count} new nodes (at most 1)")
+            }
+            Block::SpotToSpotDisabled => f.write_str(
+                "spot-to-spot consolidation is disabled (a spot node is only replaced by a cheaper spot node behind the flag)",
+            ),
+            Block::TooFewCheaperSpotTypes { count } => write!(
+                f,
+                "only {count} cheaper spot instance types (spot-to-spot needs at least 15)"
+            ),
+            Block::Held { why } => f.write_str(why),
+        }
+    }
+}
+
+/// One node's outcome in a pass.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outcome {
+    /// Part of the command this pass acts on.
+    Chosen {
+        method: Method,
+        /// Dollars per hour the command saves (0 for drift and expiration).
+        savings: f64,
+        delete_only: bool,
+    },
+    /// Would be disrupted, but one command acts per pass and another came first.
+    Eligible {
+        method: Method,
+        detail: String,
+    },
+    Blocked(Block),
+    /// Nothing to do: not empty, not drifted, not expired, and consolidation is not
+    /// considered (e.g. it has no cheaper home).
+    Keep(String),
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Outcome::Chosen {
+                method,
+                savings,
+                delete_only,
+            } => {
+                let verb = if *delete_only { "delete" } else { "replace" };
+                if *savings > 0.0 {
+                    write!(f, "chosen: {method} ({verb}), saves ${savings:.4}/h")
+                } else {
+                    write!(f, "chosen: {method} ({verb})")
+                }
+            }
+            Outcome::Eligible { method, detail } => {
+                write!(
+                    f,
+                    "eligible for {method}: {detail}; waiting for the next pass"
+                )
+            }
+            Outcome::Blocked(b) => write!(f, "blocked: {b}"),
+            Outcome::Keep(why) => write!(f, "kept: {why}"),
+        }
+    }
+}

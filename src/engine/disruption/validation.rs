@@ -1,0 +1,149 @@
+//! Re-validation of a decision before it runs: the cluster may have moved on while it
+//! waited for an operator (or, upstream, during the 15 s validation delay).
+//!
+//! Mirrors upstream `disruption/validation.go`: the candidates must still be candidates
+//! with the same pods, the budgets must still allow them, and a fresh simulation must
+//! reach the same decision. A decision that fails is never executed stale.
+
+use std::collections::BTreeSet;
+
+use chrono::{DateTime, Utc};
+
+use crate::engine::scheduling::Simulator;
+use crate::engine::state::{ClusterState, is_reschedulable};
+
+use super::candidates::{self, Candidate, PdbIndex};
+use super::{Command, Method, Options, SimInput, consolidation, evaluate_budgets};
+
+/// Checks the command against the state at `now`; the error says what changed.
+pub fn revalidate(
+    cmd: &Command,
+    state: &ClusterState,
+    now: DateTime<Utc>,
+    options: &Options,
+) -> Result<(), String> {
+    let pods_by_node = state.pods_by_node();
+    let index = state.node_index();
+    let pdbs = PdbIndex::new(&state.pdbs);
+    let mut cands: Vec<Candidate> = Vec::new();
+    for summary in &cmd.candidates {
+        let Some(&i) = index.get(summary.node.as_str()) else {
+            return Err(format!("node {} is gone", summary.node));
+        };
+        let node = &state.nodes[i];
+        if cmd.method == Method::Expiration {
+            // Expiration does not depend on pods or budgets; only a node already on its
+            // way out makes it moot.
+            if node.deleting {
+                return Err(format!("node {} is already being deleted", node.name));
+            }
+            continue;
+        }
+        let pool = state.nodepools.get(&node.nodepool);
+        if let Some(b) = candidates::node_block(node, pool, now) {
+            return Err(format!("node {}: {b}", node.name));
+        }
+        let Some(pool) = pool else {
+            return Err(format!("node {}: its NodePool no longer exists", node.name));
+        };
+        let now_pods: BTreeSet<_> = pods_by_node[i]
+            .iter()
+            .map(|&p| &state.pods[p])
+            .filter(|p| is_reschedulable(p))
+            .map(|p| &p.key)
+            .collect();
+        let then_pods: BTreeSet<_> = summary.pods.iter().collect();
+        if let Some(p) = now_pods.difference(&then_pods).next() {
+            return Err(format!("node {} gained pod {p}", node.name));
+        }
+        if let Some(p) = then_pods.difference(&now_pods).next() {
+            return Err(format!("pod {p} left node {}", node.name));
+        }
+        let hash = super::drift::nodepool_hash(pool);
+        let c = candidates::candidate(state, i, &pods_by_node[i], pool, &hash, &pdbs, now);
+        match cmd.method {
+            Method::Drift => {
+                if c.drift.is_none() {
+                    return Err(format!("node {} is no longer drifted", node.name));
+                }
+                if let Some(b) = c.pod_block_for_drift(node) {
+                    return Err(format!("node {}: {b}", node.name));
+                }
+            }
+            _ => {
+                if let Err(b) = &c.consolidatable {
+                    return Err(format!("node {}: {b}", node.name));
+                }
+                if let Some(b) = &c.pod_block {
+                    return Err(format!("node {}: {b}", node.name));
+                }
+            }
+        }
+        cands.push(c);
+    }
+
+    if let Some(reason) = cmd.reason.budget_reason() {
+        let budgets = evaluate_budgets(state, now);
+        for (pool, &n) in &cmd.budget {
+            let allowed = budgets
+                .iter()
+                .find(|b| &b.nodepool == pool)
+                .map(|b| b.allowed(reason))
+                .unwrap_or(0);
+            if n > allowed {
+                return Err(format!(
+                    "budget for {} in {pool} now allows {allowed}, the decision needs {n}",
+                    reason.as_str()
+                ));
+            }
+        }
+    }
+
+    match cmd.method {
+        Method::Expiration | Method::Emptiness => Ok(()),
+        Method::Drift => {
+            let sim_input = SimInput::new(state, &pods_by_node);
+            let mut sim = Simulator::new(&sim_input.input);
+            for c in &cands {
+                let pods: Vec<_> = c.pods.iter().map(|&p| &state.pods[p]).collect();
+                let excluded: Vec<usize> = sim_input.index[c.node].into_iter().collect();
+                let r = sim.run(&pods, &excluded);
+                if let Some((pod, why)) = r.errors.iter().next() {
+                    return Err(format!("pods would no longer fit: {pod} ({why})"));
+                }
+            }
+            Ok(())
+        }
+        Method::MultiNodeConsolidation | Method::SingleNodeConsolidation => {
+            let sim_input = SimInput::new(state, &pods_by_node);
+            let mut sim = Simulator::new(&sim_input.input);
+            let refs: Vec<&Candidate> = cands.iter().collect();
+            let plan = consolidation::evaluate(
+                &mut sim,
+                state,
+                &refs,
+                &sim_input.index,
+                options.spot_to_spot,
+            )
+            .map_err(|b| format!("a fresh simulation disagrees: {b}"))?;
+            match (cmd.replacements.first(), &plan.replacement) {
+                (None, None) => Ok(()),
+                (Some(_), None) => {
+                    Err("a fresh simulation deletes without a replacement; proposing anew".into())
+                }
+                (None, Some(_)) => Err("a fresh simulation needs a replacement node now".into()),
+                (Some(old), Some(new)) => {
+                    if new.price() > old.price() + 1e-9 {
+                        Err(format!(
+                            "the cheapest replacement now costs ${:.4}/h, not ${:.4}/h",
+                            new.price(),
+                            old.price()
+                        ))
+                    } else {
+                        Ok(())
+                    }
+                }
+            }
+        }
+    }
+}

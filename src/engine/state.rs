@@ -1,0 +1,225 @@
+//! The cluster as the engine sees it: NodePools, the nodes Karpenter manages (a NodeClaim
+//! and its Node, merged), pods, PodDisruptionBudgets and the instance types each pool may
+//! launch. One snapshot type feeds provisioning, disruption and termination, so every
+//! decision of a pass reads the same facts.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use chrono::{DateTime, TimeDelta, Utc};
+
+use crate::api::labels;
+use crate::api::nodeclaim::{Taint, TaintEffect};
+use crate::api::nodepool::NodePool;
+use crate::engine::catalog::{CapacityType, InstanceType};
+use crate::engine::pod::{Pod, PodKey};
+use crate::engine::resources::Resources;
+use crate::engine::selector::Selector;
+
+/// A node Karpenter launched: its NodeClaim and (once registered) its Node, as one record.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StateNode {
+    /// Node name once registered; the NodeClaim name before.
+    pub name: String,
+    pub nodeclaim: String,
+    pub nodepool: String,
+    pub instance_type: String,
+    pub zone: String,
+    pub capacity_type: CapacityType,
+    /// USD per hour of the offering it runs on.
+    pub price: f64,
+    pub labels: BTreeMap<String, String>,
+    pub annotations: BTreeMap<String, String>,
+    pub taints: Vec<Taint>,
+    pub allocatable: Resources,
+    /// NodeClaim creation time: the start of its `expireAfter` lifetime.
+    pub created: DateTime<Utc>,
+    /// NodeClaim Initialized=True (registered, ready, startup taints gone, resources
+    /// reported).
+    pub initialized: bool,
+    /// Node Ready=True.
+    pub ready: bool,
+    /// Deletion requested (the NodeClaim or Node has a deletionTimestamp) or marked for
+    /// deletion by a disruption command in flight.
+    pub deleting: bool,
+    /// `status.lastPodEventTime`: the last bind, terminal transition or termination start
+    /// of a pod on it. Consolidation waits `consolidateAfter` from here.
+    pub last_pod_event: Option<DateTime<Utc>>,
+    /// The NodeClaim spec's `expireAfter` (copied from the pool at launch); None = Never.
+    pub expire_after: Option<TimeDelta>,
+    /// The NodeClaim spec's `terminationGracePeriod`.
+    pub termination_grace_period: Option<TimeDelta>,
+    /// Why the cloud provider considers it drifted from its NodeClass (AMIDrift,
+    /// SubnetDrift, SecurityGroupDrift, NodeClassDrift), if it does.
+    pub nodeclass_drift: Option<String>,
+    /// A scheduling round nominated pods to it until this time (protects it from
+    /// disruption; upstream: 20 s).
+    pub nominated_until: Option<DateTime<Utc>>,
+}
+
+impl StateNode {
+    /// A node of `pool` on `it`'s cheapest offering allowed by `capacity_type` (any zone),
+    /// initialized and ready, carrying the labels a launched node would have. The starting
+    /// point of scenarios, tests and benchmarks.
+    pub fn launched(
+        name: &str,
+        pool: &NodePool,
+        it: &InstanceType,
+        capacity_type: CapacityType,
+        created: DateTime<Utc>,
+    ) -> StateNode {
+        let offering = it
+            .cheapest_offering(|o| o.capacity_type == capacity_type)
+            .or_else(|| it.cheapest_offering(|_| true));
+        let zone = offering.map(|o| o.zone.clone()).unwrap_or_default();
+        let price = offering.map(|o| o.price).unwrap_or(0.0);
+        let pool_name = pool.metadata.name.clone().unwrap_or_default();
+        let mut node_labels = it.labels.clone();
+        node_labels.extend(pool.spec.template.metadata.labels.clone());
+        node_labels.insert(labels::NODEPOOL.into(), pool_name.clone());
+        node_labels.insert(labels::ZONE.into(), zone.clone());
+        node_labels.insert(
+            labels::CAPACITY_TYPE.into(),
+            capacity_type.as_str().to_string(),
+        );
+        node_labels.insert(labels::HOSTNAME.into(), name.to_string());
+        let spec = &pool.spec.template.spec;
+        let mut annotations = pool.spec.template.metadata.annotations.clone();
+        annotations.insert(
+            labels::NODEPOOL_HASH.into(),
+            crate::engine::disruption::drift::nodepool_hash(pool),
+        );
+        StateNode {
+            name: name.to_string(),
+            nodeclaim: name.to_string(),
+            nodepool: pool_name,
+            instance_type: it.name.clone(),
+            zone,
+            capacity_type,
+            price,
+            labels: node_labels,
+            annotations,
+            taints: spec.taints.clone(),
+            allocatable: it.allocatable(),
+            created,
+            initialized: true,
+            ready: true,
+            deleting: false,
+            last_pod_event: None,
+            expire_after: spec
+                .expire_after
+                .value()
+                .and_then(|d| TimeDelta::from_std(d).ok()),
+            termination_grace_period: spec
+                .termination_grace_period
+                .as_ref()
+                .and_then(|d| d.value())
+                .and_then(|d| TimeDelta::from_std(d).ok()),
+            nodeclass_drift: None,
+            nominated_until: None,
+        }
+    }
+
+    /// Carries `karpenter.sh/do-not-disrupt: "true"`.
+    pub fn do_not_disrupt(&self) -> bool {
+        self.annotations
+            .get(labels::DO_NOT_DISRUPT)
+            .is_some_and(|v| v == "true")
+    }
+
+    /// Tainted `karpenter.sh/disrupted:NoSchedule` by a disruption command.
+    pub fn is_disrupted_tainted(&self) -> bool {
+        self.taints
+            .iter()
+            .any(|t| t.key == labels::DISRUPTED_TAINT_KEY && t.effect == TaintEffect::NoSchedule)
+    }
+
+    /// When `expireAfter` runs out, if it is set.
+    pub fn expires_at(&self) -> Option<DateTime<Utc>> {
+        self.expire_after.map(|d| self.created + d)
+    }
+}
+
+/// The disruption taint a command puts on its candidates (upstream `DisruptedNoScheduleTaint`).
+pub fn disrupted_taint() -> Taint {
+    Taint {
+        key: labels::DISRUPTED_TAINT_KEY.to_string(),
+        value: None,
+        effect: TaintEffect::NoSchedule,
+        time_added: None,
+    }
+}
+
+/// A PodDisruptionBudget, reduced to what eviction checks read.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pdb {
+    pub namespace: String,
+    pub name: String,
+    pub selector: Selector,
+    /// `status.disruptionsAllowed`.
+    pub disruptions_allowed: i32,
+}
+
+impl Pdb {
+    /// True when the PDB covers the pod (same namespace, selector matches).
+    pub fn selects(&self, pod: &Pod) -> bool {
+        self.namespace == pod.key.namespace && self.selector.matches(&pod.labels)
+    }
+}
+
+/// One consistent snapshot of everything the engine decides on.
+#[derive(Clone, Debug, Default)]
+pub struct ClusterState {
+    pub nodepools: BTreeMap<String, NodePool>,
+    pub nodes: Vec<StateNode>,
+    pub pods: Vec<Pod>,
+    pub pdbs: Vec<Pdb>,
+    /// DaemonSet pod templates: every new node's overhead.
+    pub daemonsets: Vec<Pod>,
+    /// Instance types each pool may launch (narrowed to its NodeClass, ICE cache applied).
+    pub instance_types: BTreeMap<String, Vec<Arc<InstanceType>>>,
+}
+
+impl ClusterState {
+    /// Index of a node by name.
+    pub fn node_index(&self) -> HashMap<&str, usize> {
+        self.nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.name.as_str(), i))
+            .collect()
+    }
+
+    /// Pods per node (indices into `pods`, in `pods` order), for every node in `nodes`.
+    pub fn pods_by_node(&self) -> Vec<Vec<usize>> {
+        let index = self.node_index();
+        let mut out = vec![Vec::new(); self.nodes.len()];
+        for (i, p) in self.pods.iter().enumerate() {
+            if let Some(n) = p.node_name.as_deref().and_then(|n| index.get(n)) {
+                out[*n].push(i);
+            }
+        }
+        out
+    }
+
+    /// A node by name.
+    pub fn node(&self, name: &str) -> Option<&StateNode> {
+        self.nodes.iter().find(|n| n.name == name)
+    }
+
+    /// A node by name, to change it.
+    pub fn node_mut(&mut self, name: &str) -> Option<&mut StateNode> {
+        self.nodes.iter_mut().find(|n| n.name == name)
+    }
+
+    /// A pod by key.
+    pub fn pod(&self, key: &PodKey) -> Option<&Pod> {
+        self.pods.iter().find(|p| &p.key == key)
+    }
+}
+
+/// Pods that must find a new home when their node goes away (upstream
+/// `IsReschedulable`): not DaemonSet or static pods, not terminal, not already terminating.
+pub fn is_reschedulable(p: &Pod) -> bool {
+    !p.is_daemonset() && !p.is_static() && !p.is_terminal() && p.deleting.is_none()
+}
