@@ -3,4 +3,5 @@
 
 pub mod api;
 pub mod bench;
+pub mod control;
 pub mod engine;

@@ -1,0 +1,575 @@
+//! The approval gate: the one place a disruption decision waits for a human, is paused,
+//! rejected or approved. Every destructive disruption passes through here.
+//!
+//! Policy is auto or manual per NodePool and per reason. Where it comes from, most specific
+//! first: a `--approval POOL/REASON=POLICY` flag, the NodePool annotation
+//! `karpenter-tui.dev/approval` naming the reason (`Underutilized=manual`), a
+//! `--approval POOL=POLICY` flag, the annotation without a reason (`manual`), a
+//! `--approval REASON=POLICY` flag, a bare `--approval POLICY` flag, then the console's
+//! default: manual for Underutilized and Drifted, auto for Empty and Expired.
+//!
+//! A pause (scope all, one NodePool, or one reason) holds every voluntary disruption in its
+//! scope, expiration included. Involuntary disruptions (instance gone, spot interruption)
+//! cannot be paused; they are recorded and shown as such.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::fmt;
+
+use chrono::{DateTime, TimeDelta, Utc};
+use serde::Serialize;
+
+use crate::api::nodepool::NodePool;
+use crate::engine::disruption::{Command, Reason};
+
+/// The NodePool annotation that sets its approval policy.
+pub const APPROVAL_ANNOTATION: &str = "karpenter-tui.dev/approval";
+
+/// How long a rejected candidate is not proposed again, unless configured.
+pub const DEFAULT_REJECT_FOR: TimeDelta = TimeDelta::hours(1);
+
+/// How many withdrawn decisions the gate remembers for the console.
+const WITHDRAWN_KEPT: usize = 50;
+
+/// Whether a decision runs on its own or waits for an operator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Policy {
+    Auto,
+    Manual,
+}
+
+impl Policy {
+    fn parse(s: &str) -> Result<Policy, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(Policy::Auto),
+            "manual" => Ok(Policy::Manual),
+            other => Err(format!("policy {other:?} is neither auto nor manual")),
+        }
+    }
+}
+
+impl fmt::Display for Policy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Policy::Auto => "auto",
+            Policy::Manual => "manual",
+        })
+    }
+}
+
+/// One `--approval` rule: `[POOL/][REASON=]POLICY` or `POOL=POLICY`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rule {
+    pub nodepool: Option<String>,
+    pub reason: Option<Reason>,
+    pub policy: Policy,
+}
+
+impl Rule {
+    /// Parses a rule. A key before `=` is a reason when it names one (Empty, Drifted,
+    /// Underutilized, Expired), otherwise a NodePool; `POOL/REASON=` names both.
+    pub fn parse(text: &str) -> Result<Rule, String> {
+        let Some((key, policy)) = text.split_once('=') else {
+            return Ok(Rule {
+                nodepool: None,
+                reason: None,
+                policy: Policy::parse(text)?,
+            });
+        };
+        let policy = Policy::parse(policy)?;
+        let key = key.trim();
+        if let Some((pool, reason)) = key.split_once('/') {
+            let reason = Reason::parse(reason).ok_or_else(|| {
+                format!(
+                    "{reason:?} is not a disruption reason (Empty, Drifted, Underutilized, Expired)"
+                )
+            })?;
+            if pool.is_empty() {
+                return Err(format!("rule {text:?} names no NodePool before '/'"));
+            }
+            return Ok(Rule {
+                nodepool: Some(pool.to_string()),
+                reason: Some(reason),
+                policy,
+            });
+        }
+        if key.is_empty() {
+            return Err(format!("rule {text:?} has nothing before '='"));
+        }
+        Ok(match Reason::parse(key) {
+            Some(reason) => Rule {
+                nodepool: None,
+                reason: Some(reason),
+                policy,
+            },
+            None => Rule {
+                nodepool: Some(key.to_string()),
+                reason: None,
+                policy,
+            },
+        })
+    }
+}
+
+/// The console's default: a human approves what costs workloads a restart for savings
+/// (Underutilized) or for hygiene (Drifted); empty and expired nodes go on their own.
+pub fn console_default(reason: Reason) -> Policy {
+    match reason {
+        Reason::Underutilized | Reason::Drifted => Policy::Manual,
+        Reason::Empty | Reason::Expired => Policy::Auto,
+    }
+}
+
+/// All policy sources together.
+#[derive(Clone, Debug)]
+pub struct PolicyTable {
+    pub rules: Vec<Rule>,
+    pub default: fn(Reason) -> Policy,
+}
+
+impl Default for PolicyTable {
+    fn default() -> Self {
+        PolicyTable {
+            rules: Vec::new(),
+            default: console_default,
+        }
+    }
+}
+
+impl PolicyTable {
+    /// Every decision runs on its own (the headless controller's default, like upstream).
+    pub fn all_auto() -> Self {
+        PolicyTable {
+            rules: Vec::new(),
+            default: |_| Policy::Auto,
+        }
+    }
+
+    /// The policy for a reason in a pool (see the module doc for the order).
+    pub fn resolve(&self, pool: Option<&NodePool>, pool_name: &str, reason: Reason) -> Policy {
+        let rule = |p: Option<&str>, r: Option<Reason>| {
+            self.rules
+                .iter()
+                .rev()
+                .find(|x| x.nodepool.as_deref() == p && x.reason == r)
+                .map(|x| x.policy)
+        };
+        let (ann_reason, ann_all) = pool
+            .and_then(|p| p.metadata.annotations.as_ref())
+            .and_then(|a| a.get(APPROVAL_ANNOTATION))
+            .map(|v| annotation_policies(v, reason))
+            .unwrap_or((None, None));
+        rule(Some(pool_name), Some(reason))
+            .or(ann_reason)
+            .or_else(|| rule(Some(pool_name), None))
+            .or(ann_all)
+            .or_else(|| rule(None, Some(reason)))
+            .or_else(|| rule(None, None))
+            .unwrap_or((self.default)(reason))
+    }
+}
+
+/// Reads the annotation (`manual`, or `Underutilized=manual,Drifted=auto`): the policy for
+/// this reason and the one for all reasons. Unreadable parts are ignored here; `validate`
+/// reports them.
+fn annotation_policies(value: &str, reason: Reason) -> (Option<Policy>, Option<Policy>) {
+    let mut specific = None;
+    let mut all = None;
+    for part in value.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        match Rule::parse(part) {
+            Ok(Rule {
+                nodepool: None,
+                reason: Some(r),
+                policy,
+            }) if r == reason => specific = Some(policy),
+            Ok(Rule {
+                nodepool: None,
+                reason: None,
+                policy,
+            }) => all = Some(policy),
+            _ => {}
+        }
+    }
+    (specific, all)
+}
+
+/// What a pause covers.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum Scope {
+    All,
+    NodePool(String),
+    Reason(Reason),
+}
+
+impl Scope {
+    /// `all`, a reason name, or `nodepool/NAME` (a bare name that is not a reason is a
+    /// NodePool).
+    pub fn parse(s: &str) -> Result<Scope, String> {
+        let s = s.trim();
+        if s.is_empty() {
+            return Err("empty pause scope".into());
+        }
+        if s.eq_ignore_ascii_case("all") {
+            return Ok(Scope::All);
+        }
+        if let Some(pool) = s.strip_prefix("nodepool/") {
+            return Ok(Scope::NodePool(pool.to_string()));
+        }
+        Ok(match Reason::parse(s) {
+            Some(r) => Scope::Reason(r),
+            None => Scope::NodePool(s.to_string()),
+        })
+    }
+
+    /// True when the command falls in the scope.
+    pub fn covers(&self, cmd: &Command) -> bool {
+        match self {
+            Scope::All => true,
+            Scope::Reason(r) => cmd.reason == *r,
+            Scope::NodePool(p) => cmd.candidates.iter().any(|c| &c.nodepool == p),
+        }
+    }
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Scope::All => f.write_str("all"),
+            Scope::NodePool(p) => write!(f, "nodepool/{p}"),
+            Scope::Reason(r) => f.write_str(r.as_str()),
+        }
+    }
+}
+
+/// A decision held by the gate.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Decision {
+    pub id: u64,
+    pub command: Command,
+    pub proposed_at: DateTime<Utc>,
+    pub policy: Policy,
+}
+
+/// A decision taken back, and why.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Withdrawn {
+    pub decision: Decision,
+    pub at: DateTime<Utc>,
+    pub reason: String,
+}
+
+/// A disruption nobody can pause: the instance went away or the cloud reclaimed it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Involuntary {
+    pub node: String,
+    pub at: DateTime<Utc>,
+    pub why: String,
+}
+
+/// Why an operator action did not happen.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum GateError {
+    #[error("no pending decision #{0}")]
+    Unknown(u64),
+    #[error("decision #{id} is paused by scope {scope}: resume it first")]
+    Paused { id: u64, scope: Scope },
+    #[error("decision #{id} was withdrawn: {reason}")]
+    Stale { id: u64, reason: String },
+}
+
+/// The gate's state: pending decisions, rejections, pauses.
+#[derive(Clone, Debug)]
+pub struct Gate {
+    pub policy: PolicyTable,
+    /// How long a rejected node is not proposed again.
+    pub reject_for: TimeDelta,
+    pending: BTreeMap<u64, Decision>,
+    rejected: HashMap<String, (DateTime<Utc>, String)>,
+    pauses: Vec<Scope>,
+    withdrawn: VecDeque<Withdrawn>,
+    involuntary: VecDeque<Involuntary>,
+    next_id: u64,
+}
+
+impl Gate {
+    pub fn new(policy: PolicyTable) -> Gate {
+        Gate {
+            policy,
+            reject_for: DEFAULT_REJECT_FOR,
+            pending: BTreeMap::new(),
+            rejected: HashMap::new(),
+            pauses: Vec::new(),
+            withdrawn: VecDeque::new(),
+            involuntary: VecDeque::new(),
+            next_id: 1,
+        }
+    }
+
+    /// Takes a freshly proposed command. Returns the new decision, or None when a pending
+    /// decision already holds one of its nodes.
+    pub fn propose(
+        &mut self,
+        command: Command,
+        nodepools: &BTreeMap<String, NodePool>,
+        now: DateTime<Utc>,
+    ) -> Option<&Decision> {
+        let taken = self
+            .pending
+            .values()
+            .any(|d| d.command.nodes().any(|n| command.nodes().any(|m| m == n)));
+        if taken {
+            return None;
+        }
+        // The strictest policy over the command's pools: one manual pool makes it manual.
+        let policy = command
+            .candidates
+            .iter()
+            .map(|c| {
+                self.policy
+                    .resolve(nodepools.get(&c.nodepool), &c.nodepool, command.reason)
+            })
+            .max_by_key(|p| *p == Policy::Manual)
+            .unwrap_or((self.policy.default)(command.reason));
+        let id = self.next_id;
+        self.next_id += 1;
+        self.pending.insert(
+            id,
+            Decision {
+                id,
+                command,
+                proposed_at: now,
+                policy,
+            },
+        );
+        self.pending.get(&id)
+    }
+
+    /// The pause covering a command, if any.
+    pub fn paused_by(&self, cmd: &Command) -> Option<&Scope> {
+        self.pauses.iter().find(|s| s.covers(cmd))
+    }
+
+    /// Auto decisions no pause holds: ready to run (after re-validation).
+    pub fn due(&self) -> Vec<u64> {
+        self.pending
+            .values()
+            .filter(|d| d.policy == Policy::Auto && self.paused_by(&d.command).is_none())
+            .map(|d| d.id)
+            .collect()
+    }
+
+    /// Removes a decision to run it: approved by an operator, or due. Refuses while a pause
+    /// covers it.
+    pub fn take(&mut self, id: u64) -> Result<Decision, GateError> {
+        let d = self.pending.get(&id).ok_or(GateError::Unknown(id))?;
+        if let Some(scope) = self.paused_by(&d.command) {
+            return Err(GateError::Paused {
+                id,
+                scope: scope.clone(),
+            });
+        }
+        self.pending.remove(&id).ok_or(GateError::Unknown(id))
+    }
+
+    /// Withdraws a decision that went stale.
+    pub fn withdraw(&mut self, id: u64, reason: String, now: DateTime<Utc>) -> Option<Withdrawn> {
+        let decision = self.pending.remove(&id)?;
+        let w = Withdrawn {
+            decision,
+            at: now,
+            reason,
+        };
+        self.withdrawn.push_front(w.clone());
+        self.withdrawn.truncate(WITHDRAWN_KEPT);
+        Some(w)
+    }
+
+    /// Rejects a decision: its nodes are not proposed again for `reject_for`.
+    pub fn reject(
+        &mut self,
+        id: u64,
+        reason: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Decision, GateError> {
+        let d = self.pending.remove(&id).ok_or(GateError::Unknown(id))?;
+        for n in d.command.nodes() {
+            self.rejected
+                .insert(n.to_string(), (now + self.reject_for, reason.to_string()));
+        }
+        Ok(d)
+    }
+
+    /// Pauses a scope (idempotent).
+    pub fn pause(&mut self, scope: Scope) {
+        if !self.pauses.contains(&scope) {
+            self.pauses.push(scope);
+        }
+    }
+
+    /// Lifts a pause; false when the scope was not paused.
+    pub fn resume(&mut self, scope: &Scope) -> bool {
+        let before = self.pauses.len();
+        self.pauses.retain(|s| s != scope);
+        self.pauses.len() != before
+    }
+
+    pub fn pauses(&self) -> &[Scope] {
+        &self.pauses
+    }
+
+    pub fn pending(&self) -> impl Iterator<Item = &Decision> {
+        self.pending.values()
+    }
+
+    pub fn decision(&self, id: u64) -> Option<&Decision> {
+        self.pending.get(&id)
+    }
+
+    pub fn withdrawn(&self) -> impl Iterator<Item = &Withdrawn> {
+        self.withdrawn.iter()
+    }
+
+    /// Records an involuntary disruption (never gated, never paused).
+    pub fn note_involuntary(&mut self, node: &str, why: &str, now: DateTime<Utc>) {
+        self.involuntary.push_front(Involuntary {
+            node: node.to_string(),
+            at: now,
+            why: why.to_string(),
+        });
+        self.involuntary.truncate(WITHDRAWN_KEPT);
+    }
+
+    pub fn involuntary(&self) -> impl Iterator<Item = &Involuntary> {
+        self.involuntary.iter()
+    }
+
+    /// Nodes the pass must leave alone, with the words to show: in a pending decision, or
+    /// rejected recently. Forgets expired rejections.
+    pub fn held(&mut self, now: DateTime<Utc>) -> HashMap<String, String> {
+        self.rejected.retain(|_, (until, _)| *until > now);
+        let mut out = HashMap::new();
+        for (node, (until, reason)) in &self.rejected {
+            out.insert(
+                node.clone(),
+                format!(
+                    "rejected by an operator ({reason}); not proposed again until {}",
+                    until.format("%H:%M:%S UTC")
+                ),
+            );
+        }
+        for d in self.pending.values() {
+            let why = match (d.policy, self.paused_by(&d.command)) {
+                (_, Some(scope)) => format!(
+                    "in decision #{} ({}), paused by scope {scope}",
+                    d.id, d.command.method
+                ),
+                (Policy::Manual, None) => format!(
+                    "in decision #{} ({}), waiting for approval",
+                    d.id, d.command.method
+                ),
+                (Policy::Auto, None) => format!("in decision #{} ({})", d.id, d.command.method),
+            };
+            for n in d.command.nodes() {
+                out.insert(n.to_string(), why.clone());
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rules_parse_with_clear_errors() {
+        assert_eq!(
+            Rule::parse("manual").unwrap(),
+            Rule {
+                nodepool: None,
+                reason: None,
+                policy: Policy::Manual
+            }
+        );
+        assert_eq!(
+            Rule::parse("Drifted=auto").unwrap().reason,
+            Some(Reason::Drifted)
+        );
+        let r = Rule::parse("gpu/underutilized=auto").unwrap();
+        assert_eq!(r.nodepool.as_deref(), Some("gpu"));
+        assert_eq!(r.reason, Some(Reason::Underutilized));
+        assert_eq!(
+            Rule::parse("gpu=manual").unwrap().nodepool.as_deref(),
+            Some("gpu")
+        );
+        assert!(
+            Rule::parse("gpu=sometimes")
+                .unwrap_err()
+                .contains("sometimes")
+        );
+        assert!(Rule::parse("gpu/Bored=auto").unwrap_err().contains("Bored"));
+    }
+
+    #[test]
+    fn the_most_specific_source_wins() {
+        let mut pool = NodePool::unconstrained("gpu");
+        let table = PolicyTable::default();
+        assert_eq!(
+            table.resolve(Some(&pool), "gpu", Reason::Underutilized),
+            Policy::Manual
+        );
+        assert_eq!(
+            table.resolve(Some(&pool), "gpu", Reason::Empty),
+            Policy::Auto
+        );
+
+        pool.metadata.annotations = Some(
+            [(
+                APPROVAL_ANNOTATION.to_string(),
+                "auto, Drifted=manual".to_string(),
+            )]
+            .into(),
+        );
+        assert_eq!(
+            table.resolve(Some(&pool), "gpu", Reason::Underutilized),
+            Policy::Auto
+        );
+        assert_eq!(
+            table.resolve(Some(&pool), "gpu", Reason::Drifted),
+            Policy::Manual
+        );
+
+        let table = PolicyTable {
+            rules: vec![
+                Rule::parse("manual").unwrap(),
+                Rule::parse("gpu/Drifted=auto").unwrap(),
+            ],
+            ..Default::default()
+        };
+        // A flag for pool and reason beats the annotation's reason.
+        assert_eq!(
+            table.resolve(Some(&pool), "gpu", Reason::Drifted),
+            Policy::Auto
+        );
+        // The annotation for all reasons beats a bare flag.
+        assert_eq!(
+            table.resolve(Some(&pool), "gpu", Reason::Empty),
+            Policy::Auto
+        );
+        // Another pool: the bare flag.
+        assert_eq!(table.resolve(None, "web", Reason::Empty), Policy::Manual);
+    }
+
+    #[test]
+    fn scopes_parse() {
+        assert_eq!(Scope::parse("all").unwrap(), Scope::All);
+        assert_eq!(
+            Scope::parse("Drifted").unwrap(),
+            Scope::Reason(Reason::Drifted)
+        );
+        assert_eq!(
+            Scope::parse("nodepool/Empty").unwrap(),
+            Scope::NodePool("Empty".into())
+        );
+        assert_eq!(Scope::parse("web").unwrap(), Scope::NodePool("web".into()));
+    }
+}

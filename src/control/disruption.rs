@@ -1,0 +1,338 @@
+//! The disruption loop over time: every poll (upstream: 10 s) it withdraws pending
+//! decisions the cluster has outgrown, runs a disruption pass, hands new commands to the
+//! approval gate, starts the ones that may run, and advances the commands in flight. The
+//! operator's approve / reject / pause / resume come in here too, and everything that
+//! happens is journaled and counted.
+
+use chrono::{DateTime, Utc};
+
+use crate::engine::disruption::validation::revalidate;
+use crate::engine::disruption::{self, Command, Options, Pass};
+use crate::engine::state::ClusterState;
+
+use super::approvals::{Decision, Gate, GateError, PolicyTable, Scope};
+use super::journal::{Action, Entry, Journal, JournalError};
+use super::metrics::Metrics;
+use super::orchestration::{Effect, Orchestrator, Phase};
+
+/// The actor name the controller journals its own steps under.
+pub const CONTROLLER: &str = "controller";
+
+/// Why an operator action failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ActionError {
+    #[error(transparent)]
+    Gate(#[from] GateError),
+    /// Not journaled, so not done: the decision is unchanged.
+    #[error("not done, the journal refused it: {0}")]
+    Journal(#[from] JournalError),
+}
+
+/// Gate, orchestrator, journal and metrics, driven by one owner.
+#[derive(Debug)]
+pub struct DisruptionController {
+    pub gate: Gate,
+    pub orchestrator: Orchestrator,
+    pub spot_to_spot: bool,
+    pub journal: Option<Journal>,
+    pub metrics: Metrics,
+    /// The latest pass: outcomes, budgets, eligible counts for the console.
+    pub last_pass: Option<Pass>,
+    /// Journal writes that failed for controller entries (operator entries fail the action
+    /// instead), newest last.
+    pub journal_errors: Vec<String>,
+}
+
+fn entry(action: Action, actor: &str, now: DateTime<Utc>) -> Entry {
+    Entry {
+        at: now,
+        actor: actor.to_string(),
+        action,
+        decision: None,
+        method: None,
+        reason: None,
+        nodes: Vec::new(),
+        savings_per_hour: None,
+        detail: String::new(),
+    }
+}
+
+fn decision_entry(
+    action: Action,
+    actor: &str,
+    id: u64,
+    cmd: &Command,
+    detail: &str,
+    now: DateTime<Utc>,
+) -> Entry {
+    Entry {
+        decision: Some(id),
+        method: Some(cmd.method.as_str().to_string()),
+        reason: Some(cmd.reason.as_str().to_string()),
+        nodes: cmd.nodes().map(str::to_string).collect(),
+        savings_per_hour: Some(cmd.savings_per_hour),
+        detail: detail.to_string(),
+        ..entry(action, actor, now)
+    }
+}
+
+impl DisruptionController {
+    pub fn new(policy: PolicyTable, journal: Option<Journal>) -> DisruptionController {
+        DisruptionController {
+            gate: Gate::new(policy),
+            orchestrator: Orchestrator::new(),
+            spot_to_spot: false,
+            journal,
+            metrics: Metrics::new(),
+            last_pass: None,
+            journal_errors: Vec::new(),
+        }
+    }
+
+    fn options(&self) -> Options {
+        Options {
+            spot_to_spot: self.spot_to_spot,
+            held: Default::default(),
+        }
+    }
+
+    /// Journals a controller step; a failure is remembered, not fatal.
+    fn note(&mut self, e: Entry) {
+        if let Some(j) = self.journal.as_mut()
+            && let Err(err) = j.record(&e)
+        {
+            tracing::warn!("{err}");
+            self.journal_errors.push(err.to_string());
+        }
+    }
+
+    /// Journals an operator action; the action happens only if this succeeds.
+    fn note_operator(&mut self, e: Entry) -> Result<(), JournalError> {
+        match self.journal.as_mut() {
+            Some(j) => j.record(&e),
+            None => Ok(()),
+        }
+    }
+
+    /// One disruption poll at `now`. Returns the changes to make to the cluster.
+    pub fn tick(&mut self, state: &ClusterState, now: DateTime<Utc>) -> Vec<Effect> {
+        let options = self.options();
+        // 1. Withdraw what went stale while waiting.
+        let pending: Vec<(u64, Command)> = self
+            .gate
+            .pending()
+            .map(|d| (d.id, d.command.clone()))
+            .collect();
+        for (id, cmd) in pending {
+            if let Err(why) = revalidate(&cmd, state, now, &options) {
+                self.gate.withdraw(id, why.clone(), now);
+                self.note(decision_entry(
+                    Action::Withdrawn,
+                    CONTROLLER,
+                    id,
+                    &cmd,
+                    &why,
+                    now,
+                ));
+            }
+        }
+
+        // 2. A pass that leaves held and in-flight nodes alone.
+        let mut held = self.gate.held(now);
+        held.extend(self.orchestrator.in_flight());
+        let pass = disruption::plan(
+            state,
+            now,
+            &Options {
+                held,
+                ..options.clone()
+            },
+        );
+
+        // 3. New proposals.
+        for cmd in pass.expirations.iter().chain(pass.command.iter()) {
+            if let Some(d) = self.gate.propose(cmd.clone(), &state.nodepools, now) {
+                let detail = format!("policy {}", d.policy);
+                let e =
+                    decision_entry(Action::Proposed, CONTROLLER, d.id, &d.command, &detail, now);
+                self.note(e);
+            }
+        }
+
+        // 4. Run what may run.
+        let mut effects = Vec::new();
+        for id in self.gate.due() {
+            let Ok(d) = self.gate.take(id) else { continue };
+            match revalidate(&d.command, state, now, &options) {
+                Ok(()) => effects.extend(self.execute(d, CONTROLLER, now)),
+                Err(why) => {
+                    self.note(decision_entry(
+                        Action::Withdrawn,
+                        CONTROLLER,
+                        d.id,
+                        &d.command,
+                        &why,
+                        now,
+                    ));
+                }
+            }
+        }
+
+        // 5. Advance the commands in flight.
+        let before: Vec<u64> = self.orchestrator.running().iter().map(|e| e.id).collect();
+        effects.extend(self.orchestrator.poll(state, now));
+        let done: Vec<(u64, Command, Phase)> = self
+            .orchestrator
+            .finished()
+            .filter(|e| before.contains(&e.id))
+            .map(|e| (e.id, e.command.clone(), e.phase.clone()))
+            .collect();
+        for (id, cmd, phase) in done {
+            let (action, detail) = match phase {
+                Phase::Failed { reason } => (Action::Failed, reason),
+                _ => (Action::Completed, "candidates deleted and gone".into()),
+            };
+            self.note(decision_entry(action, CONTROLLER, id, &cmd, &detail, now));
+        }
+
+        // The console reads outcomes from the pass: nodes the gate or the orchestrator now
+        // holds show that, not the pass's verdict from before the gate saw it.
+        let mut pass = pass;
+        let mut held = self.gate.held(now);
+        held.extend(self.orchestrator.in_flight());
+        for (node, why) in held {
+            if let Some(o) = pass.outcomes.get_mut(&node) {
+                *o = disruption::Outcome::Blocked(disruption::Block::Held { why });
+            }
+        }
+        self.metrics.observe_pass(&pass);
+        self.metrics.set_pending(self.gate.pending().count());
+        self.last_pass = Some(pass);
+        effects
+    }
+
+    fn execute(&mut self, d: Decision, actor: &str, now: DateTime<Utc>) -> Vec<Effect> {
+        self.metrics.executed(&d.command);
+        self.note(decision_entry(
+            Action::Executed,
+            actor,
+            d.id,
+            &d.command,
+            "",
+            now,
+        ));
+        self.orchestrator.start(d.id, d.command, now)
+    }
+
+    /// An operator approves a pending decision: re-validated against `state` first, and
+    /// withdrawn instead of run if the cluster moved on.
+    pub fn approve(
+        &mut self,
+        id: u64,
+        actor: &str,
+        state: &ClusterState,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Effect>, ActionError> {
+        let d = self
+            .gate
+            .decision(id)
+            .cloned()
+            .ok_or(GateError::Unknown(id))?;
+        if let Some(scope) = self.gate.paused_by(&d.command) {
+            return Err(GateError::Paused {
+                id,
+                scope: scope.clone(),
+            }
+            .into());
+        }
+        if let Err(reason) = revalidate(&d.command, state, now, &self.options()) {
+            self.gate.withdraw(id, reason.clone(), now);
+            self.note(decision_entry(
+                Action::Withdrawn,
+                actor,
+                id,
+                &d.command,
+                &reason,
+                now,
+            ));
+            return Err(GateError::Stale { id, reason }.into());
+        }
+        self.note_operator(decision_entry(
+            Action::Approved,
+            actor,
+            id,
+            &d.command,
+            "",
+            now,
+        ))?;
+        let d = self.gate.take(id)?;
+        Ok(self.execute(d, actor, now))
+    }
+
+    /// An operator rejects a pending decision; its nodes are left alone for a while.
+    pub fn reject(
+        &mut self,
+        id: u64,
+        reason: &str,
+        actor: &str,
+        now: DateTime<Utc>,
+    ) -> Result<(), ActionError> {
+        let d = self
+            .gate
+            .decision(id)
+            .cloned()
+            .ok_or(GateError::Unknown(id))?;
+        self.note_operator(decision_entry(
+            Action::Rejected,
+            actor,
+            id,
+            &d.command,
+            reason,
+            now,
+        ))?;
+        self.gate.reject(id, reason, now)?;
+        Ok(())
+    }
+
+    /// Pauses voluntary disruption in a scope.
+    pub fn pause(
+        &mut self,
+        scope: Scope,
+        actor: &str,
+        now: DateTime<Utc>,
+    ) -> Result<(), ActionError> {
+        self.note_operator(Entry {
+            detail: scope.to_string(),
+            ..entry(Action::Paused, actor, now)
+        })?;
+        self.gate.pause(scope);
+        Ok(())
+    }
+
+    /// Lifts a pause. Returns false when the scope was not paused.
+    pub fn resume(
+        &mut self,
+        scope: &Scope,
+        actor: &str,
+        now: DateTime<Utc>,
+    ) -> Result<bool, ActionError> {
+        if !self.gate.pauses().contains(scope) {
+            return Ok(false);
+        }
+        self.note_operator(Entry {
+            detail: scope.to_string(),
+            ..entry(Action::Resumed, actor, now)
+        })?;
+        Ok(self.gate.resume(scope))
+    }
+
+    /// Records a disruption nobody chose (instance gone, spot interruption).
+    pub fn involuntary(&mut self, node: &str, why: &str, now: DateTime<Utc>) {
+        self.gate.note_involuntary(node, why, now);
+        self.note(Entry {
+            nodes: vec![node.to_string()],
+            detail: why.to_string(),
+            ..entry(Action::Involuntary, CONTROLLER, now)
+        });
+    }
+}

@@ -1,0 +1,12 @@
+//! The control loop over time: the approval gate, the orchestration of disruption
+//! commands, the journal and the metrics. Decisions come from `engine/`; this layer decides
+//! when they run and records what happened.
+
+pub mod approvals;
+pub mod disruption;
+pub mod journal;
+pub mod metrics;
+pub mod orchestration;
+
+#[cfg(test)]
+mod tests;
