@@ -74,4 +74,24 @@ pub enum Bench {
         #[arg(long, default_value_t = 3)]
         repeat: usize,
     },
+    /// One full disruption pass (emptiness, drift, multi- and single-node consolidation,
+    /// every candidate evaluated and explained) over a generated cluster. Only the pass is
+    /// timed.
+    Disruption {
+        /// Nodes in the generated cluster.
+        #[arg(long, default_value_t = 5000)]
+        nodes: usize,
+        /// Pods in the generated cluster (placed first-fit on random nodes).
+        #[arg(long, default_value_t = 50000)]
+        pods: usize,
+        /// Print one JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Seed of the cluster generator.
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+        /// Passes; the fastest is reported.
+        #[arg(long, default_value_t = 3)]
+        repeat: usize,
+    },
 }

@@ -249,5 +249,37 @@ fn run_bench(b: Bench) -> ExitCode {
             }
             ExitCode::SUCCESS
         }
+        Bench::Disruption {
+            nodes,
+            pods,
+            json,
+            seed,
+            repeat,
+        } => {
+            let d = karpenter_tui::bench::disruption::run(nodes, pods, seed, repeat);
+            let f = &d.figures;
+            if json {
+                println!(
+                    "{}",
+                    serde_json::json!({"nodes": f.nodes, "pods": f.pods, "seconds": f.seconds, "candidates_evaluated": f.candidates_evaluated, "decisions": f.decisions})
+                );
+            } else {
+                println!(
+                    "{} nodes, {} pods: one pass in {:.1} ms (best of {repeat}), {} candidate evaluations, {} decision(s)",
+                    f.nodes,
+                    f.pods,
+                    f.seconds * 1000.0,
+                    f.candidates_evaluated,
+                    f.decisions
+                );
+                let outcomes: Vec<String> =
+                    d.outcomes.iter().map(|(k, v)| format!("{k} {v}")).collect();
+                println!("outcomes: {}", outcomes.join(", "));
+                if let Some(c) = &d.command {
+                    println!("command: {c}");
+                }
+            }
+            ExitCode::SUCCESS
+        }
     }
 }

@@ -2,4 +2,5 @@
 //! the figure names, and returns the numbers. Nothing here asserts timings; that would
 //! make tests flaky on a loaded machine.
 
+pub mod disruption;
 pub mod scheduling;
