@@ -169,8 +169,9 @@ impl PolicyTable {
 }
 
 /// Reads the annotation (`manual`, or `Underutilized=manual,Drifted=auto`): the policy for
-/// this reason and the one for all reasons. Unreadable parts are ignored here; `validate`
-/// reports them.
+/// this reason and the one for all reasons. Parts that do not parse are skipped, so a typo
+/// falls back to the next source rather than blocking the pool; each decision records the
+/// policy it got, which the console shows.
 fn annotation_policies(value: &str, reason: Reason) -> (Option<Policy>, Option<Policy>) {
     let mut specific = None;
     let mut all = None;

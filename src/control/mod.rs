@@ -10,3 +10,6 @@ pub mod orchestration;
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod properties;
