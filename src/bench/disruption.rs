@@ -42,7 +42,7 @@ pub struct Figures {
 #[derive(Clone, Debug)]
 pub struct Detail {
     pub figures: Figures,
-    /// Nodes per outcome kind (chosen, eligible, blocked, kept).
+    /// Nodes per outcome kind (chosen, eligible, blocked); they add up to the node count.
     pub outcomes: BTreeMap<&'static str, usize>,
     pub command: Option<String>,
 }
@@ -216,7 +216,6 @@ pub fn run(nodes: usize, pods: usize, seed: u64, repeat: usize) -> Detail {
             disruption::Outcome::Chosen { .. } => "chosen",
             disruption::Outcome::Eligible { .. } => "eligible",
             disruption::Outcome::Blocked(_) => "blocked",
-            disruption::Outcome::Keep(_) => "kept",
         };
         *outcomes.entry(k).or_insert(0) += 1;
     }

@@ -18,6 +18,9 @@ use super::orchestration::{Effect, Orchestrator, Phase};
 /// The actor name the controller journals its own steps under.
 pub const CONTROLLER: &str = "controller";
 
+/// How often the disruption loop polls (upstream's disruption controller: every 10 s).
+pub const POLL_INTERVAL: chrono::TimeDelta = chrono::TimeDelta::seconds(10);
+
 /// Why an operator action failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ActionError {

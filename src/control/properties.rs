@@ -8,7 +8,7 @@ use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 use proptest::prelude::*;
 
 use super::approvals::PolicyTable;
-use super::disruption::DisruptionController;
+use super::disruption::{DisruptionController, POLL_INTERVAL};
 use super::orchestration::{Effect, apply};
 use crate::api::labels;
 use crate::api::nodepool::{Budget, NodePool};
@@ -155,10 +155,10 @@ proptest! {
 
             // Every command started this poll respects budgets and protection.
             for e in ctl.orchestrator.running().iter().chain(ctl.orchestrator.finished()) {
-                if !started.contains(&e.id) {
-                    if let Err(why) = check_command(&e.command, &before, f.now) {
-                        prop_assert!(false, "{}", why);
-                    }
+                if !started.contains(&e.id)
+                    && let Err(why) = check_command(&e.command, &before, f.now)
+                {
+                    prop_assert!(false, "{}", why);
                 }
             }
             // A candidate is deleted only once its replacements are Initialized.
@@ -205,7 +205,7 @@ proptest! {
                     n.ready = true;
                 }
             }
-            f.now += TimeDelta::seconds(10);
+            f.now += POLL_INTERVAL;
         }
     }
 }

@@ -4,7 +4,7 @@
 use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 
 use super::approvals::{Policy, PolicyTable, Rule, Scope};
-use super::disruption::{ActionError, DisruptionController};
+use super::disruption::{ActionError, DisruptionController, POLL_INTERVAL};
 use super::journal::{Action, Journal};
 use super::orchestration::{Effect, apply};
 use crate::api::duration::GoDuration;
@@ -95,7 +95,7 @@ fn a_replacement_is_initialized_before_the_candidate_is_deleted() {
     );
 
     // The replacement launches but is not initialized: the candidate stays.
-    f.now += TimeDelta::seconds(10);
+    f.now += POLL_INTERVAL;
     let effects = step(&mut ctl, &mut f);
     assert!(!effects.iter().any(|e| matches!(e, Effect::Delete { .. })));
     assert!(
@@ -108,7 +108,7 @@ fn a_replacement_is_initialized_before_the_candidate_is_deleted() {
     let replacement = f.state.nodes.last_mut().unwrap();
     replacement.initialized = true;
     replacement.ready = true;
-    f.now += TimeDelta::seconds(10);
+    f.now += POLL_INTERVAL;
     let effects = step(&mut ctl, &mut f);
     assert_eq!(
         effects,
@@ -155,7 +155,7 @@ fn a_manual_decision_waits_and_approve_runs_it() {
     assert!((d.command.savings_per_hour - 0.60).abs() < 1e-9);
 
     // Another pass proposes nothing new for the held node, and nothing runs.
-    f.now += TimeDelta::seconds(10);
+    f.now += POLL_INTERVAL;
     assert!(step(&mut ctl, &mut f).is_empty());
     assert_eq!(ctl.gate.pending().count(), 1);
     assert!(
@@ -186,7 +186,7 @@ fn reject_keeps_the_node_until_the_rejection_expires() {
     let id = ctl.gate.pending().next().unwrap().id;
     ctl.reject(id, "peak traffic", "console:test", f.now)
         .unwrap();
-    f.now += TimeDelta::seconds(10);
+    f.now += POLL_INTERVAL;
     step(&mut ctl, &mut f);
     assert_eq!(ctl.gate.pending().count(), 0);
     let o = ctl.last_pass.as_ref().unwrap().outcomes["pricey"].to_string();
@@ -223,7 +223,7 @@ fn a_decision_whose_node_gained_a_pod_is_withdrawn_not_executed() {
     let mut f = replaceable();
     step(&mut ctl, &mut f);
     f.pod("newcomer", "pricey", 100, 64);
-    f.now += TimeDelta::seconds(10);
+    f.now += POLL_INTERVAL;
     step(&mut ctl, &mut f);
     let w = ctl.gate.withdrawn().next().expect("withdrawn");
     assert!(w.reason.contains("gained pod"), "{}", w.reason);
@@ -255,7 +255,7 @@ fn pause_all_holds_everything_including_expiration() {
 
     // Resume: expiration deletes at once despite the zero budget; consolidation starts.
     assert!(ctl.resume(&Scope::All, "console:test", f.now).unwrap());
-    f.now += TimeDelta::seconds(10);
+    f.now += POLL_INTERVAL;
     let effects = step(&mut ctl, &mut f);
     assert!(
         effects.contains(&Effect::Delete { node: "old".into() }),

@@ -258,9 +258,6 @@ pub enum Outcome {
         detail: String,
     },
     Blocked(Block),
-    /// Nothing to do: not empty, not drifted, not expired, and consolidation is not
-    /// considered (e.g. it has no cheaper home).
-    Keep(String),
 }
 
 impl fmt::Display for Outcome {
@@ -285,7 +282,6 @@ impl fmt::Display for Outcome {
                 )
             }
             Outcome::Blocked(b) => write!(f, "blocked: {b}"),
-            Outcome::Keep(why) => write!(f, "kept: {why}"),
         }
     }
 }

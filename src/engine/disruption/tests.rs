@@ -485,3 +485,80 @@ fn cheaper_to_disrupt_nodes_are_tried_first() {
     let cmd = pass.command.as_ref().unwrap();
     assert_eq!(cmd.candidates[0].node, "cheap");
 }
+
+#[test]
+fn every_node_gets_an_outcome_every_pass() {
+    let state = crate::bench::disruption::cluster(200, 2000, 7);
+    let pass = plan(
+        &state,
+        crate::bench::disruption::bench_now(),
+        &Options::default(),
+    );
+    assert_eq!(pass.outcomes.len(), state.nodes.len());
+    assert!(
+        pass.candidates_evaluated >= 150,
+        "{}",
+        pass.candidates_evaluated
+    );
+}
+
+/// The disruption pass reuses one simulator for thousands of "what if this node were
+/// gone" questions; each answer must be the one a fresh solve without the node gives.
+#[test]
+fn a_reused_simulator_answers_like_fresh_solves() {
+    use crate::engine::scheduling::{Simulator, solve};
+    let state = crate::bench::disruption::cluster(60, 600, 3);
+    let pods_by_node = state.pods_by_node();
+    let sim_input = SimInput::new(&state, &pods_by_node);
+    let mut sim = Simulator::new(&sim_input.input);
+    let mut compared = 0;
+    for n in (0..state.nodes.len()).step_by(3) {
+        let pods: Vec<&crate::engine::pod::Pod> = pods_by_node[n]
+            .iter()
+            .map(|&p| &state.pods[p])
+            .filter(|p| crate::engine::state::is_reschedulable(p))
+            .collect();
+        if pods.is_empty() {
+            continue;
+        }
+        let reused = sim.run(&pods, &[sim_input.index[n].unwrap()]);
+
+        let mut without = state.clone();
+        without.nodes.remove(n);
+        let by_node = without.pods_by_node();
+        let fresh_input = SimInput::new(&without, &by_node);
+        let fresh = solve(&fresh_input.input, &pods);
+
+        let name = &state.nodes[n].name;
+        assert_eq!(
+            reused.errors.keys().collect::<Vec<_>>(),
+            fresh.errors.keys().collect::<Vec<_>>(),
+            "errors differ without {name}"
+        );
+        assert_eq!(
+            reused.nominations, fresh.nominations,
+            "nominations differ without {name}"
+        );
+        let claims = |r: &crate::engine::scheduling::Results| {
+            r.new_nodeclaims
+                .iter()
+                .map(|c| {
+                    (
+                        c.pods.clone(),
+                        c.instance_types
+                            .iter()
+                            .map(|t| t.name.clone())
+                            .collect::<Vec<_>>(),
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            claims(&reused),
+            claims(&fresh),
+            "claims differ without {name}"
+        );
+        compared += 1;
+    }
+    assert!(compared >= 15, "only {compared} nodes compared");
+}
