@@ -346,8 +346,8 @@ impl<'a> Simulator<'a> {
     /// [`Simulator::run`] where new NodeClaims may only use instance types whose cheapest
     /// offering costs less than `price_cap` USD/h. Consolidation asks "is there a cheaper
     /// home?": pricier types can never be the answer, and leaving them out of the
-    /// simulation keeps each of thousands of questions small. A success here is a
-    /// success without the cap too (more options only take more pods).
+    /// simulation keeps each of thousands of questions small. Callers that need the
+    /// reason for a failure run again without the cap (consolidation does).
     pub fn run_capped(
         &mut self,
         pods: &[&Pod],
