@@ -123,7 +123,7 @@ pub fn drain_step(
             ));
             continue;
         }
-        let matching = index.matching(p);
+        let matching = index.matching_indices(p);
         if matching.len() > 1 {
             step.waiting.push((
                 p.key.clone(),
@@ -131,11 +131,8 @@ pub fn drain_step(
             ));
             continue;
         }
-        if let Some(pdb) = matching.first() {
-            let i = pdbs
-                .iter()
-                .position(|x| std::ptr::eq(x, *pdb))
-                .unwrap_or_default();
+        if let Some(&i) = matching.first() {
+            let pdb = &pdbs[i];
             if allowed[i] <= 0 {
                 step.waiting.push((
                     p.key.clone(),

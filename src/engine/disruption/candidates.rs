@@ -17,6 +17,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use crate::api::duration::GoDuration;
 use crate::api::nodepool::NodePool;
 use crate::engine::pod::Pod;
+use crate::engine::selector::SelectorIndex;
 use crate::engine::state::{ClusterState, Pdb, StateNode, is_reschedulable};
 
 use super::drift::{DriftReason, drift};
@@ -91,49 +92,37 @@ pub fn do_not_disrupt_until(p: &Pod, now: DateTime<Utc>) -> Option<Option<DateTi
 /// PDBs indexed by namespace and by a label their selector requires, built once per
 /// pass: 50,000 pods against hundreds of PDBs look at a handful each.
 pub struct PdbIndex<'a> {
-    by_label: HashMap<(&'a str, String, String), Vec<&'a Pdb>>,
-    unlabelled: HashMap<&'a str, Vec<&'a Pdb>>,
+    pdbs: &'a [Pdb],
+    by_namespace: HashMap<&'a str, SelectorIndex>,
 }
 
 impl<'a> PdbIndex<'a> {
     pub fn new(pdbs: &'a [Pdb]) -> Self {
-        let mut by_label: HashMap<(&str, String, String), Vec<&Pdb>> = HashMap::new();
-        let mut unlabelled: HashMap<&str, Vec<&Pdb>> = HashMap::new();
-        for p in pdbs {
-            match crate::engine::scheduling::topology::label_hint(&p.selector) {
-                Some((k, v)) => by_label
-                    .entry((p.namespace.as_str(), k, v))
-                    .or_default()
-                    .push(p),
-                None => unlabelled.entry(p.namespace.as_str()).or_default().push(p),
-            }
+        let mut by_namespace: HashMap<&str, SelectorIndex> = HashMap::new();
+        for (i, p) in pdbs.iter().enumerate() {
+            by_namespace
+                .entry(p.namespace.as_str())
+                .or_default()
+                .insert(&p.selector, i);
         }
-        PdbIndex {
-            by_label,
-            unlabelled,
-        }
+        PdbIndex { pdbs, by_namespace }
     }
 
     /// The PDBs selecting a pod, in the order they were given.
     pub fn matching(&self, pod: &Pod) -> Vec<&'a Pdb> {
-        let ns = pod.key.namespace.as_str();
-        let mut out: Vec<&Pdb> = self
-            .unlabelled
-            .get(ns)
+        self.matching_indices(pod)
             .into_iter()
-            .flatten()
-            .copied()
-            .chain(pod.labels.iter().flat_map(|(k, v)| {
-                self.by_label
-                    .get(&(ns, k.clone(), v.clone()))
-                    .into_iter()
-                    .flatten()
-                    .copied()
-            }))
-            .filter(|p| p.selects(pod))
-            .collect();
-        out.sort_by_key(|p| *p as *const Pdb);
-        out.dedup_by_key(|p| *p as *const Pdb);
+            .map(|i| &self.pdbs[i])
+            .collect()
+    }
+
+    /// [`PdbIndex::matching`] as positions in the slice the index was built from.
+    pub fn matching_indices(&self, pod: &Pod) -> Vec<usize> {
+        let Some(index) = self.by_namespace.get(pod.key.namespace.as_str()) else {
+            return Vec::new();
+        };
+        let mut out = index.candidates(&pod.labels);
+        out.retain(|&i| self.pdbs[i].selects(pod));
         out
     }
 

@@ -13,10 +13,13 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use crate::api::labels;
-use crate::api::nodeclaim::{Taint, TaintEffect};
+use crate::api::nodeclaim::Taint;
 use crate::engine::pod::{AffinityTerm, Pod, SpreadConstraint, Toleration};
-use crate::engine::requirements::{Requirement, Requirements, allow_well_known_labels};
-use crate::engine::selector::Selector;
+use crate::engine::requirements::{Requirement, Requirements};
+use crate::engine::selector::{Selector, SelectorIndex};
+
+mod group;
+pub use group::Group;
 
 /// What kind of rule a group enforces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -61,293 +64,6 @@ pub struct BoundPod<'a> {
     pub node_taints: &'a [Taint],
 }
 
-/// Counts of matching pods per domain of one constraint.
-#[derive(Clone, Debug)]
-pub struct Group {
-    pub id: GroupKey,
-    /// The domains known when the group was made, shared by every group of the key (and
-    /// every simulation of a disruption pass): thousands of hostnames are not copied per
-    /// group.
-    universe: Arc<BTreeSet<String>>,
-    /// Domains registered since (new NodeClaims' hostnames).
-    extra: BTreeSet<String>,
-    /// Non-zero counts only.
-    counts: HashMap<String, i32>,
-}
-
-impl Group {
-    /// An empty group over the known domains.
-    pub fn new(id: GroupKey, universe: Arc<BTreeSet<String>>) -> Group {
-        Group {
-            id,
-            universe,
-            extra: BTreeSet::new(),
-            counts: HashMap::new(),
-        }
-    }
-
-    /// True when the pod is one of the pods this group counts.
-    pub fn selects(&self, pod: &Pod) -> bool {
-        self.id.namespaces.contains(&pod.key.namespace) && self.id.selector.matches(&pod.labels)
-    }
-
-    /// Spread only counts nodes the pod could use: compatible with its node selection
-    /// (nodeAffinityPolicy Honor) and, with nodeTaintsPolicy Honor, whose NoSchedule and
-    /// NoExecute taints it tolerates (kube-scheduler `PodTopologySpread` filtering).
-    fn counts_on(&self, node: &Requirements, taints: &[Taint]) -> bool {
-        self.id
-            .node_filter
-            .as_ref()
-            .is_none_or(|f| node.is_compatible(f, &allow_well_known_labels))
-            && self.counts_on_taints(taints)
-    }
-
-    fn counts_on_taints(&self, taints: &[Taint]) -> bool {
-        self.id.taint_filter.as_ref().is_none_or(|tolerations| {
-            taints
-                .iter()
-                .filter(|t| t.effect != TaintEffect::PreferNoSchedule)
-                .all(|t| tolerations.iter().any(|tol| tol.tolerates(t)))
-        })
-    }
-
-    fn knows(&self, domain: &str) -> bool {
-        self.universe.contains(domain)
-            || self.extra.contains(domain)
-            || self.counts.contains_key(domain)
-    }
-
-    /// Every known domain, each once.
-    fn all(&self) -> impl Iterator<Item = &str> {
-        self.universe
-            .iter()
-            .chain(self.extra.iter())
-            .map(String::as_str)
-            .chain(
-                self.counts
-                    .keys()
-                    .filter(|k| !self.universe.contains(*k) && !self.extra.contains(*k))
-                    .map(String::as_str),
-            )
-    }
-
-    fn register(&mut self, domain: &str) {
-        if !self.knows(domain) {
-            self.extra.insert(domain.to_string());
-        }
-    }
-
-    fn record(&mut self, domain: &str) {
-        match self.counts.get_mut(domain) {
-            Some(c) => *c += 1,
-            None => {
-                self.counts.insert(domain.to_string(), 1);
-            }
-        }
-    }
-
-    /// Takes one matching pod out of a domain: a pod that is moving away in a disruption
-    /// simulation no longer counts where it runs today.
-    pub fn unrecord(&mut self, domain: &str) {
-        if let Some(c) = self.counts.get_mut(domain) {
-            *c -= 1;
-            if *c <= 0 {
-                // Keep the domain known, as it was before it was counted.
-                self.counts.remove(domain);
-                if !self.universe.contains(domain) {
-                    self.extra.insert(domain.to_string());
-                }
-            }
-        }
-    }
-
-    /// The group counting the cluster's bound pods (upstream counts existing pods into a
-    /// new group the first time a constraint is seen).
-    pub fn counted<'a>(
-        id: GroupKey,
-        domains: Arc<BTreeSet<String>>,
-        bound: impl IntoIterator<Item = &'a BoundPod<'a>>,
-    ) -> Group {
-        let mut g = Group::new(id, domains);
-        for b in bound {
-            g.count_bound(b, 1);
-        }
-        g
-    }
-
-    /// Adds (`delta` 1) or removes (-1) one bound pod if the group counts it.
-    pub fn count_bound(&mut self, b: &BoundPod, delta: i32) {
-        if !self.selects(b.pod) {
-            return;
-        }
-        let Some(domain) = b.node_labels.get(&self.id.key) else {
-            return;
-        };
-        let counts = if self.id.node_filter.is_some() {
-            self.counts_on(&Requirements::from_labels(b.node_labels), b.node_taints)
-        } else {
-            self.counts_on_taints(b.node_taints)
-        };
-        if counts {
-            if delta > 0 {
-                self.record(domain);
-            } else {
-                self.unrecord(domain);
-            }
-        }
-    }
-
-    /// The count of one domain (0 for unknown domains).
-    pub fn count(&self, domain: &str) -> i32 {
-        self.counts.get(domain).copied().unwrap_or(0)
-    }
-
-    /// Domain counts, sorted, for explanations and tests.
-    pub fn domains(&self) -> BTreeMap<&str, i32> {
-        self.all().map(|d| (d, self.count(d))).collect()
-    }
-
-    /// Candidate domains: those the node could be in, or all known ones.
-    fn candidates<'a>(&'a self, node: &'a Requirement) -> Box<dyn Iterator<Item = &'a str> + 'a> {
-        if !node.is_complement() {
-            Box::new(
-                node.values()
-                    .iter()
-                    .map(String::as_str)
-                    .filter(|d| self.knows(d)),
-            )
-        } else {
-            Box::new(self.all().filter(|d| node.has(d)))
-        }
-    }
-
-    /// The domains a pod may go to under this group, as a requirement on the group's key;
-    /// an empty requirement means none.
-    fn next(
-        &self,
-        pod: &Pod,
-        pod_domains: &Requirement,
-        node_domains: &Requirement,
-    ) -> Requirement {
-        match self.id.kind {
-            Kind::Spread => self.next_spread(pod, pod_domains, node_domains),
-            Kind::Affinity => self.next_affinity(pod, pod_domains, node_domains),
-            Kind::AntiAffinity => self.next_anti_affinity(pod_domains, node_domains),
-        }
-    }
-
-    fn min_count(&self, pod_domains: &Requirement) -> i32 {
-        // A new hostname can always be created, so hostname spreads have a global min of 0.
-        if self.id.key == labels::HOSTNAME {
-            return 0;
-        }
-        let mut min = i32::MAX;
-        let mut eligible = 0;
-        for d in self.all() {
-            if pod_domains.has(d) {
-                eligible += 1;
-                min = min.min(self.count(d));
-            }
-        }
-        if self.id.min_domains.is_some_and(|m| eligible < m) || min == i32::MAX {
-            0
-        } else {
-            min
-        }
-    }
-
-    fn next_spread(
-        &self,
-        pod: &Pod,
-        pod_domains: &Requirement,
-        node_domains: &Requirement,
-    ) -> Requirement {
-        let min = self.min_count(pod_domains);
-        let self_selecting = self.selects(pod) as i32;
-        let mut best: Option<(&str, i32)> = None;
-        for d in self.candidates(node_domains) {
-            if !pod_domains.has(d) {
-                continue;
-            }
-            let count = self.count(d) + self_selecting;
-            if count - min <= self.id.max_skew
-                && best.is_none_or(|(bd, bc)| count < bc || (count == bc && d < bd))
-            {
-                best = Some((d, count));
-            }
-        }
-        match best {
-            Some((d, _)) => Requirement::in_values(&self.id.key, [d]),
-            None => Requirement::does_not_exist(&self.id.key),
-        }
-    }
-
-    fn next_affinity(
-        &self,
-        pod: &Pod,
-        pod_domains: &Requirement,
-        node_domains: &Requirement,
-    ) -> Requirement {
-        let mut options: Vec<&str> = self
-            .counts
-            .iter()
-            .filter(|(d, c)| **c > 0 && pod_domains.has(d))
-            .map(|(d, _)| d.as_str())
-            .collect();
-        if options.is_empty() && self.selects(pod) {
-            // Bootstrap: the first pod of a self-affine group picks a domain, preferring
-            // one the node is already in (upstream does the same for in-flight nodes).
-            let mut candidates: Vec<&str> = self
-                .candidates(node_domains)
-                .filter(|d| pod_domains.has(d))
-                .collect();
-            candidates.sort_unstable();
-            if let Some(d) = candidates.first() {
-                options.push(d);
-            } else if !node_domains.is_complement() {
-                // The node's domain is not registered yet (a brand-new hostname).
-                options.extend(
-                    node_domains
-                        .values()
-                        .iter()
-                        .map(String::as_str)
-                        .filter(|d| pod_domains.has(d))
-                        .take(1),
-                );
-            }
-        }
-        if options.is_empty() {
-            Requirement::does_not_exist(&self.id.key)
-        } else {
-            Requirement::in_values(&self.id.key, options)
-        }
-    }
-
-    fn next_anti_affinity(
-        &self,
-        pod_domains: &Requirement,
-        node_domains: &Requirement,
-    ) -> Requirement {
-        let options: Vec<&str> = if node_domains.is_complement() {
-            self.all()
-                .filter(|d| pod_domains.has(d) && node_domains.has(d) && self.count(d) == 0)
-                .collect()
-        } else {
-            node_domains
-                .values()
-                .iter()
-                .map(String::as_str)
-                .filter(|d| pod_domains.has(d) && self.count(d) == 0)
-                .collect()
-        };
-        if options.is_empty() {
-            Requirement::does_not_exist(&self.id.key)
-        } else {
-            Requirement::in_values(&self.id.key, options)
-        }
-    }
-}
-
 /// Why a pod's topology cannot be satisfied on a node.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TopologyError {
@@ -376,10 +92,9 @@ pub struct Topology {
     /// only a few of thousands of groups.
     inverse: Vec<Arc<Group>>,
     inverse_index: Arc<HashMap<GroupKey, usize>>,
-    /// Inverse groups by a label their selector requires (`app=web`), and those whose
-    /// selector requires none: finding the groups that select a pod looks at few.
-    inverse_by_label: Arc<HashMap<(String, String), Vec<usize>>>,
-    inverse_unlabelled: Arc<Vec<usize>>,
+    /// The inverse groups' selectors, indexed: finding the groups that select a pod
+    /// looks at few.
+    inverse_selectors: Arc<SelectorIndex>,
     /// Known domains per topology key, shared between the simulations of one pass.
     domains: Arc<HashMap<String, Arc<BTreeSet<String>>>>,
     /// Domains registered during this round (new NodeClaims' hostnames).
@@ -545,13 +260,7 @@ impl Topology {
         }
         let domains = self.known_domains(&key.key);
         let i = self.inverse.len();
-        match label_hint(&key.selector) {
-            Some(kv) => Arc::make_mut(&mut self.inverse_by_label)
-                .entry(kv)
-                .or_default()
-                .push(i),
-            None => Arc::make_mut(&mut self.inverse_unlabelled).push(i),
-        }
+        Arc::make_mut(&mut self.inverse_selectors).insert(&key.selector, i);
         self.inverse
             .push(Arc::new(Group::new(key.clone(), domains)));
         Arc::make_mut(&mut self.inverse_index).insert(key, i);
@@ -561,6 +270,24 @@ impl Topology {
     /// Forgets a pod's groups, for preference relaxation (the groups stay for others).
     pub fn remove_pod(&mut self, pod: &Pod) {
         self.owned.remove(&pod.uid);
+    }
+
+    /// The groups that constrain where the pod goes: its own and the inverse groups that
+    /// select it.
+    fn constraints<'a>(
+        &'a self,
+        pod: &Pod,
+        inverse: &'a [usize],
+    ) -> impl Iterator<Item = &'a Group> {
+        let owned = self
+            .owned
+            .get(&pod.uid)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        owned
+            .iter()
+            .map(|i| &self.groups[*i])
+            .chain(inverse.iter().map(|i| &*self.inverse[*i]))
     }
 
     /// The domains of one non-hostname key an existing node must be in for this pod, when
@@ -573,42 +300,16 @@ impl Topology {
         strict: &Requirements,
         inverse: &[usize],
     ) -> Option<(String, Vec<String>)> {
-        let owned = self
-            .owned
-            .get(&pod.uid)
-            .map(Vec::as_slice)
-            .unwrap_or_default();
-        let groups = owned
-            .iter()
-            .map(|i| &self.groups[*i])
-            .chain(inverse.iter().map(|i| &*self.inverse[*i]));
-        for g in groups {
-            if g.id.key == labels::HOSTNAME || g.id.kind == Kind::Affinity {
-                continue;
-            }
-            let pod_domains = strict.get(&g.id.key);
-            let pod_has = |d: &str| pod_domains.is_none_or(|r| r.has(d));
-            let allowed: Vec<String> = match g.id.kind {
-                Kind::Spread => {
-                    let min = match pod_domains {
-                        Some(r) => g.min_count(r),
-                        None => g.min_count(&Requirement::exists(&g.id.key)),
-                    };
-                    let own = g.selects(pod) as i32;
-                    g.all()
-                        .filter(|d| pod_has(d) && g.count(d) + own - min <= g.id.max_skew)
-                        .map(str::to_string)
-                        .collect()
-                }
-                _ => g
-                    .all()
-                    .filter(|d| pod_has(d) && g.count(d) == 0)
-                    .map(str::to_string)
-                    .collect(),
-            };
-            return Some((g.id.key.clone(), allowed));
-        }
-        None
+        let g = self
+            .constraints(pod, inverse)
+            .find(|g| g.id.key != labels::HOSTNAME && g.id.kind != Kind::Affinity)?;
+        let pod_domains = strict.get(&g.id.key);
+        let allowed = g
+            .all()
+            .filter(|d| g.admits_domain(pod, pod_domains, d) == Some(true))
+            .map(str::to_string)
+            .collect();
+        Some((g.id.key.clone(), allowed))
     }
 
     /// A cheap, allocation-free pre-check for a node whose topology labels are single
@@ -622,55 +323,13 @@ impl Topology {
         node: &Requirements,
         inverse: &[usize],
     ) -> bool {
-        let owned = self
-            .owned
-            .get(&pod.uid)
-            .map(Vec::as_slice)
-            .unwrap_or_default();
-        let groups = owned
-            .iter()
-            .map(|i| &self.groups[*i])
-            .chain(inverse.iter().map(|i| &*self.inverse[*i]));
-        for g in groups {
-            let Some(nr) = node.get(&g.id.key) else {
-                continue;
-            };
-            if nr.is_complement() || nr.values().len() != 1 {
-                continue;
-            }
-            let d = nr.values()[0].as_str();
-            let pod_domains = strict.get(&g.id.key);
-            if pod_domains.is_some_and(|r| !r.has(d)) {
-                return false;
-            }
-            let ok = match g.id.kind {
-                Kind::AntiAffinity => g.count(d) == 0,
-                Kind::Affinity => {
-                    let anywhere = g
-                        .counts
-                        .iter()
-                        .any(|(x, c)| *c > 0 && pod_domains.is_none_or(|r| r.has(x)));
-                    // Without matching pods anywhere the first pod bootstraps a domain:
-                    // leave that to the full check.
-                    !anywhere || g.count(d) > 0
-                }
-                Kind::Spread => {
-                    if !g.knows(d) {
-                        false
-                    } else {
-                        let min = match pod_domains {
-                            Some(r) => g.min_count(r),
-                            None => g.min_count(&Requirement::exists(&g.id.key)),
-                        };
-                        g.count(d) + g.selects(pod) as i32 - min <= g.id.max_skew
-                    }
-                }
-            };
-            if !ok {
-                return false;
-            }
-        }
-        true
+        self.constraints(pod, inverse)
+            .all(|g| match node.get(&g.id.key) {
+                Some(nr) if !nr.is_complement() && nr.values().len() == 1 => g
+                    .admits_domain(pod, strict.get(&g.id.key), &nr.values()[0])
+                    .unwrap_or(true),
+                _ => true,
+            })
     }
 
     /// The extra requirements the pod's topology imposes on a node with `node` requirements.
@@ -682,16 +341,7 @@ impl Topology {
         inverse: &[usize],
     ) -> Result<Requirements, TopologyError> {
         let mut out = Requirements::new();
-        let owned = self
-            .owned
-            .get(&pod.uid)
-            .map(Vec::as_slice)
-            .unwrap_or_default();
-        let groups = owned
-            .iter()
-            .map(|i| &self.groups[*i])
-            .chain(inverse.iter().map(|i| &*self.inverse[*i]));
-        for g in groups {
+        for g in self.constraints(pod, inverse) {
             let exists = Requirement::exists(&g.id.key);
             let pod_domains = strict.get(&g.id.key).unwrap_or(&exists);
             let node_domains = node.get(&g.id.key).unwrap_or(&exists);
@@ -749,21 +399,8 @@ impl Topology {
         if self.inverse.is_empty() {
             return Vec::new();
         }
-        let mut out: Vec<usize> = self
-            .inverse_unlabelled
-            .iter()
-            .copied()
-            .chain(pod.labels.iter().flat_map(|(k, v)| {
-                self.inverse_by_label
-                    .get(&(k.clone(), v.clone()))
-                    .into_iter()
-                    .flatten()
-                    .copied()
-            }))
-            .filter(|&i| self.inverse[i].selects(pod))
-            .collect();
-        out.sort_unstable();
-        out.dedup();
+        let mut out = self.inverse_selectors.candidates(&pod.labels);
+        out.retain(|&i| self.inverse[i].selects(pod));
         out
     }
 
@@ -846,19 +483,5 @@ fn spread_key(pod: &Pod, s: &SpreadConstraint, strict: &Requirements) -> GroupKe
             None
         },
         taint_filter: s.honor_node_taints.then(|| pod.tolerations.clone()),
-    }
-}
-
-/// A label the selector requires (from matchLabels or a single-value `In`): only pods with
-/// it can match, so groups are indexed by it.
-pub fn label_hint(selector: &Selector) -> Option<(String, String)> {
-    match selector {
-        Selector::Match(exprs) => exprs.iter().find_map(|e| match e {
-            crate::engine::selector::Expr::In(k, v) if v.len() == 1 => {
-                Some((k.clone(), v[0].clone()))
-            }
-            _ => None,
-        }),
-        Selector::Nothing => None,
     }
 }

@@ -1,0 +1,402 @@
+//! A solve prepared once and run many times (see [`Simulator`]).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+use crate::api::nodeclaim::TaintEffect;
+use crate::engine::pod::Pod;
+use crate::engine::requirements::Requirements;
+use crate::engine::resources::Resources;
+use crate::engine::selector::LabelIndex;
+
+use super::{
+    BoundPod, ExistingSlot, Limits, MinValuesPolicy, Nomination, PlannedClaim, Results, SolveInput,
+    Template, Topology, WorkPod, domain_universe, finalize, place, queue, topology,
+};
+
+/// A solve prepared once and run many times: the NodePool templates, the existing nodes'
+/// free room and the cluster's topology counts are built on creation, and each
+/// [`Simulator::run`] places a batch of pods with some nodes taken away, then undoes its
+/// placements. Disruption asks "where would this node's pods go?" for every candidate of
+/// a pass; sharing the preparation is what keeps 5,000 such questions inside a second.
+pub struct Simulator<'a> {
+    input: &'a SolveInput<'a>,
+    templates: Vec<Template>,
+    pool_errors: Vec<String>,
+    order: Vec<usize>,
+    prefer_no_schedule: bool,
+    remaining: Vec<Option<Limits>>,
+    slots: Vec<ExistingSlot>,
+    /// Each slot's host-port count before any run, to undo placements.
+    slot_ports: Vec<usize>,
+    /// Input node index -> slot index.
+    node_slot: Vec<usize>,
+    /// Topology with the bound pods' inverse anti-affinity; cloned per run.
+    base: Topology,
+    /// Groups counted over every bound pod, by constraint, filled on first use.
+    group_cache: HashMap<topology::GroupKey, topology::Group>,
+    /// Bound pods (indices into `input.bound`) by label, so counting a group whose
+    /// selector requires a label visits only the pods that carry it.
+    bound_by_label: LabelIndex,
+    slot_index: SlotIndex,
+    /// Per template, per option: the cheapest offering the pool allows, USD/h.
+    option_prices: Vec<Vec<f64>>,
+    /// Slots excluded in the current run (all false between runs).
+    skip: Vec<bool>,
+}
+
+/// Existing nodes by the value of a topology key, built per key on first use: a pod
+/// whose spread allows two zones visits only the nodes in them.
+#[derive(Default)]
+pub(super) struct SlotIndex {
+    by_key: HashMap<String, HashMap<String, Vec<usize>>>,
+}
+
+impl SlotIndex {
+    /// Slots whose `key` label is one of `values`, plus those without a single value for
+    /// it (the full check decides those), in slot order.
+    pub(super) fn slots_in(
+        &mut self,
+        key: &str,
+        values: &[String],
+        slots: &[ExistingSlot],
+    ) -> Vec<usize> {
+        let by_value = self.by_key.entry(key.to_string()).or_insert_with(|| {
+            let mut m: HashMap<String, Vec<usize>> = HashMap::new();
+            for (i, s) in slots.iter().enumerate() {
+                match s.requirements.get(key) {
+                    Some(r) if !r.is_complement() && r.values().len() == 1 => {
+                        m.entry(r.values()[0].clone()).or_default().push(i)
+                    }
+                    _ => m.entry(String::new()).or_default().push(i),
+                }
+            }
+            m
+        });
+        let mut out: Vec<usize> = values
+            .iter()
+            .filter(|v| !v.is_empty())
+            .chain(std::iter::once(&String::new()))
+            .filter_map(|v| by_value.get(v))
+            .flatten()
+            .copied()
+            .collect();
+        out.sort_unstable();
+        out
+    }
+}
+
+impl<'a> Simulator<'a> {
+    /// Prepares the templates, slots and topology of `input`.
+    pub fn new(input: &'a SolveInput<'a>) -> Simulator<'a> {
+        let mut templates: Vec<Template> = Vec::new();
+        let mut in_use: Vec<Resources> = Vec::new();
+        let mut pool_errors = Vec::new();
+        for p in &input.pools {
+            match Template::new(p.nodepool, &p.instance_types, &input.daemonsets) {
+                Ok(mut t) => {
+                    t.min_values_strict = input.min_values_policy == MinValuesPolicy::Strict;
+                    templates.push(t);
+                    in_use.push(p.in_use.clone());
+                }
+                Err(e) => pool_errors.push(format!(
+                    "nodepool {:?} has invalid requirements: {e}",
+                    p.nodepool.metadata.name.as_deref().unwrap_or("")
+                )),
+            }
+        }
+        // Weight descending; ties broken by name descending (upstream orders NodePools
+        // this way).
+        let mut order: Vec<usize> = (0..templates.len()).collect();
+        order.sort_by(|&a, &b| {
+            templates[b]
+                .weight
+                .cmp(&templates[a].weight)
+                .then_with(|| templates[b].nodepool.cmp(&templates[a].nodepool))
+        });
+        let prefer_no_schedule = templates.iter().any(|t| {
+            t.taints
+                .iter()
+                .any(|x| x.effect == TaintEffect::PreferNoSchedule)
+        });
+
+        let mut base = Topology::new(domain_universe(&templates, &input.nodes));
+        for b in &input.bound {
+            base.add_inverse_for_bound(b.pod, b.node_labels);
+        }
+
+        let mut by_slot: Vec<usize> = (0..input.nodes.len()).collect();
+        by_slot.sort_by(|&a, &b| {
+            let (a, b) = (&input.nodes[a], &input.nodes[b]);
+            b.initialized
+                .cmp(&a.initialized)
+                .then_with(|| a.name.cmp(&b.name))
+        });
+        let mut node_slot = vec![0; input.nodes.len()];
+        let slots: Vec<ExistingSlot> = by_slot
+            .iter()
+            .enumerate()
+            .map(|(s, &i)| {
+                node_slot[i] = s;
+                let n = &input.nodes[i];
+                let mut available = n.allocatable.clone();
+                available.sub(&n.requested);
+                ExistingSlot {
+                    name: n.name.clone(),
+                    requirements: Requirements::from_labels(&n.labels),
+                    taints: n.taints.clone(),
+                    available,
+                    host_ports: n.host_ports.clone(),
+                    initialized: n.initialized,
+                    pods: Vec::new(),
+                }
+            })
+            .collect();
+        let slot_ports = slots.iter().map(|s| s.host_ports.len()).collect();
+        let option_prices = templates
+            .iter()
+            .map(|t| {
+                t.options
+                    .iter()
+                    .map(|o| {
+                        o.cheapest(&t.requirements)
+                            .map(|off| off.price)
+                            .unwrap_or(f64::INFINITY)
+                    })
+                    .collect()
+            })
+            .collect();
+        let remaining = templates
+            .iter()
+            .zip(&in_use)
+            .map(|(t, used)| {
+                t.limits.as_ref().map(|l| {
+                    l.iter()
+                        .map(|(n, v)| (n.clone(), v - used.get(n)))
+                        .collect()
+                })
+            })
+            .collect();
+        Simulator {
+            input,
+            templates,
+            pool_errors,
+            order,
+            prefer_no_schedule,
+            remaining,
+            slots,
+            slot_ports,
+            node_slot,
+            base,
+            group_cache: HashMap::new(),
+            bound_by_label: LabelIndex::default(),
+            slot_index: SlotIndex::default(),
+            option_prices,
+            skip: Vec::new(),
+        }
+    }
+
+    /// Counts a group over the bound pods, through the label index when the selector
+    /// requires a label.
+    fn count_group(
+        bound: &[BoundPod],
+        by_label: &mut LabelIndex,
+        key: &topology::GroupKey,
+        domains: Arc<BTreeSet<String>>,
+    ) -> topology::Group {
+        match key.selector.required_label() {
+            Some((k, v)) => {
+                if by_label.is_empty() {
+                    for (i, b) in bound.iter().enumerate() {
+                        by_label.insert_labels(&b.pod.labels, i);
+                    }
+                }
+                let hits = by_label.get(k, v).iter().map(|&i| &bound[i]);
+                topology::Group::counted(key.clone(), domains, hits)
+            }
+            None => topology::Group::counted(key.clone(), domains, bound),
+        }
+    }
+
+    /// The prepared NodePool templates (what a replacement could be), by pool name.
+    pub fn template(&self, nodepool: &str) -> Option<&Template> {
+        self.templates.iter().find(|t| t.nodepool == nodepool)
+    }
+
+    /// Places `pods` with the nodes at `excluded` (indices into the input's nodes) gone.
+    /// Pods bound to an excluded node are moving: they stop counting in topology where
+    /// they run today. Leaves the simulator as it found it.
+    pub fn run(&mut self, pods: &[&Pod], excluded: &[usize]) -> Results {
+        self.run_capped(pods, excluded, None)
+    }
+
+    /// [`Simulator::run`] where new NodeClaims may only use instance types whose cheapest
+    /// offering costs less than `price_cap` USD/h. Consolidation asks "is there a cheaper
+    /// home?": pricier types can never be the answer, and leaving them out of the
+    /// simulation keeps each of thousands of questions small. Callers that need the
+    /// reason for a failure run again without the cap (consolidation does).
+    pub fn run_capped(
+        &mut self,
+        pods: &[&Pod],
+        excluded: &[usize],
+        price_cap: Option<f64>,
+    ) -> Results {
+        let input = self.input;
+        let mut skip = std::mem::take(&mut self.skip);
+        skip.resize(self.slots.len(), false);
+        for &n in excluded {
+            skip[self.node_slot[n]] = true;
+        }
+        let mut touched: Vec<usize> = Vec::new();
+        let excluded_node = |name: &str| {
+            excluded
+                .iter()
+                .map(|&n| &input.nodes[n])
+                .find(|n| n.name == name)
+        };
+        // Pods leaving an excluded node, with that node's labels and taints.
+        let moving: Vec<BoundPod> = pods
+            .iter()
+            .filter_map(|p| {
+                let node = excluded_node(p.node_name.as_deref()?)?;
+                Some(BoundPod {
+                    pod: p,
+                    node_labels: &node.labels,
+                    node_taints: &node.taints,
+                })
+            })
+            .collect();
+
+        let mut topology = self.base.clone();
+        for m in &moving {
+            topology.remove_inverse_for_bound(m.pod, m.node_labels);
+        }
+        let mut errors = BTreeMap::new();
+        let mut work: Vec<WorkPod> = Vec::with_capacity(pods.len());
+        let mut queue_pods = Vec::with_capacity(pods.len());
+        for p in pods {
+            match WorkPod::new(p) {
+                Ok(w) => {
+                    queue_pods.push(work.len());
+                    work.push(w);
+                }
+                Err(e) => {
+                    errors.insert(p.key.clone(), format!("invalid node selection: {e}"));
+                }
+            }
+        }
+        let bound = &input.bound;
+        let cache = &mut self.group_cache;
+        let by_label = &mut self.bound_by_label;
+        let mut make_group = |key: &topology::GroupKey, domains: Arc<BTreeSet<String>>| {
+            let mut g = match cache.get(key) {
+                Some(g) => g.clone(),
+                None => {
+                    let g = Self::count_group(bound, by_label, key, domains);
+                    cache.insert(key.clone(), g.clone());
+                    g
+                }
+            };
+            for m in &moving {
+                g.count_bound(m, -1);
+            }
+            g
+        };
+        for w in &work {
+            if w.has_topology {
+                topology.add_pod_with(&w.pod, &w.strict, &mut make_group);
+            }
+        }
+
+        // The smallest request of the batch: planned claims that cannot fit it are closed.
+        let mut smallest = Resources {
+            cpu: i64::MAX,
+            memory: i64::MAX,
+            pods: 1000,
+            ..Default::default()
+        };
+        for w in &work {
+            smallest.cpu = smallest.cpu.min(w.pod.requests.cpu);
+            smallest.memory = smallest.memory.min(w.pod.requests.memory);
+        }
+
+        let mut claims: Vec<PlannedClaim> = Vec::new();
+        let mut open: Vec<usize> = Vec::new();
+        let mut remaining = self.remaining.clone();
+        let mut cursors: HashMap<(usize, bool, i32), usize> = HashMap::new();
+        let mut q = queue::Queue::new(queue_pods, |i| &work[i].pod);
+        while let Some(i) = q.pop() {
+            let result = place(
+                i,
+                &work[i],
+                &mut self.slots,
+                &skip,
+                &mut self.slot_index,
+                &mut claims,
+                &mut open,
+                &self.templates,
+                &self.order,
+                &mut remaining,
+                &mut topology,
+                &smallest,
+                &mut cursors,
+                price_cap.map(|c| (self.option_prices.as_slice(), c)),
+            );
+            match result {
+                Ok(slot) => {
+                    touched.extend(slot);
+                    errors.remove(&work[i].pod.key);
+                }
+                Err(e) => {
+                    let e = if self.pool_errors.is_empty() {
+                        e
+                    } else {
+                        format!("{e}; {}", self.pool_errors.join("; "))
+                    };
+                    errors.insert(work[i].pod.key.clone(), e);
+                    let relaxed = work[i].relax(self.prefer_no_schedule).is_some();
+                    if relaxed && work[i].has_topology {
+                        topology.remove_pod(&work[i].pod);
+                        topology.add_pod_with(&work[i].pod, &work[i].strict, &mut make_group);
+                    }
+                    q.push(i, relaxed);
+                }
+            }
+        }
+
+        let mut results = Results {
+            errors,
+            ..Default::default()
+        };
+        for &n in excluded {
+            skip[self.node_slot[n]] = false;
+        }
+        self.skip = skip;
+        touched.sort_unstable();
+        touched.dedup();
+        for s in touched {
+            let slot = &mut self.slots[s];
+            results.nominations.push(Nomination {
+                node: slot.name.clone(),
+                pods: slot.pods.iter().map(|&i| work[i].pod.key.clone()).collect(),
+            });
+            // Undo this run's placements.
+            for &i in &slot.pods {
+                slot.available.add(&work[i].pod.requests);
+            }
+            slot.host_ports.truncate(self.slot_ports[s]);
+            slot.pods.clear();
+        }
+        for c in claims {
+            match finalize(c, &self.templates, &work, input.min_values_policy) {
+                Ok(nc) => results.new_nodeclaims.push(nc),
+                Err((pods, why)) => {
+                    for p in pods {
+                        results.errors.insert(p, why.clone());
+                    }
+                }
+            }
+        }
+        results
+    }
+}
