@@ -12,10 +12,11 @@
 use crate::api::labels;
 use crate::engine::catalog::CapacityType;
 use crate::engine::requirements::Requirement;
-use crate::engine::scheduling::{NewNodeClaim, Simulator, offering_allowed};
+use crate::engine::scheduling::{NewNodeClaim, Simulator};
 use crate::engine::state::ClusterState;
 
 use super::candidates::Candidate;
+use super::command::options_of;
 use super::outcome::Block;
 use super::{Replacement, ReplacementOption};
 
@@ -113,17 +114,7 @@ pub fn evaluate(
     }
     let cheapest = options[0].price;
     Ok(Plan {
-        replacement: Some(Replacement {
-            nodepool: claim.nodepool.clone(),
-            capacity_types: requirements
-                .get(labels::CAPACITY_TYPE)
-                .map(|r| r.values().to_vec())
-                .unwrap_or_default(),
-            options,
-            requirements,
-            requests: claim.requests.clone(),
-            pods: claim.pods.clone(),
-        }),
+        replacement: Some(Replacement::new(claim, requirements, options)),
         savings: price - cheapest,
     })
 }
@@ -138,30 +129,13 @@ fn priced_options(
     state: &ClusterState,
     price: f64,
 ) -> Vec<ReplacementOption> {
-    let mut out: Vec<ReplacementOption> = claim
-        .instance_types
-        .iter()
-        .filter_map(|it| {
-            let o = it.cheapest_offering(|o| offering_allowed(o, requirements))?;
-            Some(ReplacementOption {
-                instance_type: it.name.clone(),
-                price: o.price,
-                capacity_type: o.capacity_type,
-                zone: o.zone.clone(),
-            })
-        })
-        .filter(|o| o.price < price)
-        .filter(|o| {
-            candidates.iter().all(|c| {
+    let mut out = options_of(claim, requirements);
+    out.retain(|o| {
+        o.price < price
+            && candidates.iter().all(|c| {
                 let n = &state.nodes[c.node];
                 n.instance_type != o.instance_type || o.price < n.price
             })
-        })
-        .collect();
-    out.sort_by(|a, b| {
-        a.price
-            .total_cmp(&b.price)
-            .then_with(|| a.instance_type.cmp(&b.instance_type))
     });
     out
 }

@@ -14,6 +14,7 @@
 
 pub mod budgets;
 pub mod candidates;
+mod command;
 pub mod consolidation;
 pub mod drift;
 pub mod fixture;
@@ -23,18 +24,16 @@ pub mod validation;
 use std::collections::{BTreeMap, HashMap};
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
 
 use crate::api::nodepool::{ConsolidationPolicy, DisruptionReason};
-use crate::engine::catalog::CapacityType;
-use crate::engine::pod::PodKey;
-use crate::engine::requirements::Requirements;
 use crate::engine::resources::Resources;
 use crate::engine::scheduling::{BoundPod, NodeInput, PoolInput, SolveInput};
 use crate::engine::state::{ClusterState, StateNode};
 
 pub use budgets::PoolBudgets;
 use candidates::{Candidate, PdbIndex};
+pub use command::{CandidateSummary, Command, Event, Replacement, ReplacementOption};
+use command::{command, options_of};
 pub use outcome::{Block, Method, Outcome, Reason};
 
 /// Upstream caps multi-node consolidation at the 100 cheapest candidates.
@@ -49,84 +48,6 @@ pub struct Options {
     /// Nodes the approval gate or the orchestrator holds (pending decision, rejected by an
     /// operator, in flight), with the words to show.
     pub held: HashMap<String, String>,
-}
-
-/// A node a command disrupts, with what the operator needs to judge it.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct CandidateSummary {
-    pub node: String,
-    pub nodepool: String,
-    pub instance_type: String,
-    pub zone: String,
-    pub capacity_type: CapacityType,
-    /// USD per hour.
-    pub price: f64,
-    pub pods: Vec<PodKey>,
-}
-
-/// One instance type a replacement may launch as.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct ReplacementOption {
-    pub instance_type: String,
-    pub price: f64,
-    pub capacity_type: CapacityType,
-    pub zone: String,
-}
-
-/// A NodeClaim a command creates before deleting its candidates.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Replacement {
-    pub nodepool: String,
-    /// Cheapest first.
-    pub options: Vec<ReplacementOption>,
-    pub capacity_types: Vec<String>,
-    #[serde(skip)]
-    pub requirements: Requirements,
-    #[serde(skip)]
-    pub requests: Resources,
-    pub pods: Vec<PodKey>,
-}
-
-impl Replacement {
-    /// The price of the cheapest option, USD/h.
-    pub fn price(&self) -> f64 {
-        self.options.first().map(|o| o.price).unwrap_or(0.0)
-    }
-}
-
-/// One disruption decision: what goes, what replaces it, what it saves.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Command {
-    pub method: Method,
-    pub reason: Reason,
-    pub candidates: Vec<CandidateSummary>,
-    pub replacements: Vec<Replacement>,
-    /// USD per hour: the candidates' price minus the replacements' cheapest options.
-    pub savings_per_hour: f64,
-    /// Nodes the command takes from each pool's budget for its reason.
-    pub budget: BTreeMap<String, usize>,
-}
-
-impl Command {
-    /// The node names it disrupts.
-    pub fn nodes(&self) -> impl Iterator<Item = &str> {
-        self.candidates.iter().map(|c| c.node.as_str())
-    }
-
-    /// True when it only deletes.
-    pub fn is_delete(&self) -> bool {
-        self.replacements.is_empty()
-    }
-}
-
-/// A Kubernetes event the pass would emit (upstream reasons).
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Event {
-    /// The node the event is about.
-    pub node: String,
-    /// `DisruptionBlocked`, `Unconsolidatable`, `DisruptionLaunching`, ...
-    pub reason: String,
-    pub message: String,
 }
 
 /// Everything one pass decided.
@@ -234,47 +155,6 @@ impl<'a> SimInput<'a> {
             });
         }
         SimInput { input, index }
-    }
-}
-
-fn summary(state: &ClusterState, c: &Candidate) -> CandidateSummary {
-    let n = &state.nodes[c.node];
-    CandidateSummary {
-        node: n.name.clone(),
-        nodepool: n.nodepool.clone(),
-        instance_type: n.instance_type.clone(),
-        zone: n.zone.clone(),
-        capacity_type: n.capacity_type,
-        price: n.price,
-        pods: c.pods.iter().map(|&p| state.pods[p].key.clone()).collect(),
-    }
-}
-
-fn command(
-    state: &ClusterState,
-    method: Method,
-    reason: Reason,
-    cands: &[&Candidate],
-    replacements: Vec<Replacement>,
-) -> Command {
-    let candidates: Vec<CandidateSummary> = cands.iter().map(|c| summary(state, c)).collect();
-    let price: f64 = candidates.iter().map(|c| c.price).sum();
-    let new: f64 = replacements.iter().map(Replacement::price).sum();
-    let mut budget = BTreeMap::new();
-    for c in &candidates {
-        *budget.entry(c.nodepool.clone()).or_insert(0) += 1;
-    }
-    Command {
-        method,
-        reason,
-        savings_per_hour: if matches!(method, Method::Drift | Method::Expiration) {
-            0.0
-        } else {
-            price - new
-        },
-        candidates,
-        replacements,
-        budget,
     }
 }
 
@@ -516,34 +396,11 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
             .new_nodeclaims
             .iter()
             .map(|nc| {
-                let mut options: Vec<ReplacementOption> = nc
-                    .instance_types
-                    .iter()
-                    .filter_map(|it| {
-                        let o = it.cheapest_offering(|o| {
-                            crate::engine::scheduling::offering_allowed(o, &nc.requirements)
-                        })?;
-                        Some(ReplacementOption {
-                            instance_type: it.name.clone(),
-                            price: o.price,
-                            capacity_type: o.capacity_type,
-                            zone: o.zone.clone(),
-                        })
-                    })
-                    .collect();
-                options.sort_by(|a, b| a.price.total_cmp(&b.price));
-                Replacement {
-                    nodepool: nc.nodepool.clone(),
-                    capacity_types: nc
-                        .requirements
-                        .get(crate::api::labels::CAPACITY_TYPE)
-                        .map(|r| r.values().to_vec())
-                        .unwrap_or_default(),
-                    options,
-                    requirements: nc.requirements.clone(),
-                    requests: nc.requests.clone(),
-                    pods: nc.pods.clone(),
-                }
+                Replacement::new(
+                    nc,
+                    nc.requirements.clone(),
+                    options_of(nc, &nc.requirements),
+                )
             })
             .collect::<Vec<_>>();
         let delete_only = replacements.is_empty();
