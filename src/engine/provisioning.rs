@@ -9,6 +9,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 
 use crate::api::labels;
 use crate::engine::catalog::{CapacityType, InstanceType, Offering};
+use crate::engine::requirements::Requirements;
 use crate::engine::scheduling::{NewNodeClaim, offering_allowed};
 
 /// Upstream batching defaults: a batch closes after 1 s without a new pod, or 10 s after
@@ -127,9 +128,11 @@ impl UnavailableOfferings {
             .is_some_and(|t| now < *t)
     }
 
-    /// Drops expired entries.
-    pub fn expire(&mut self, now: DateTime<Utc>) {
+    /// Drops expired entries; true when any did (the offerings are back).
+    pub fn expire(&mut self, now: DateTime<Utc>) -> bool {
+        let before = self.until.len();
         self.until.retain(|_, t| now < *t);
+        self.until.len() != before
     }
 
     /// The instance types with unavailable offerings marked `available: false`; types
@@ -177,7 +180,7 @@ impl Nominations {
 }
 
 /// The offering a planned NodeClaim launches with.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Launch {
     pub instance_type: String,
     pub zone: String,
@@ -185,45 +188,51 @@ pub struct Launch {
     pub price: f64,
 }
 
-/// Picks the launch for a NodeClaim as the AWS provider does: spot when the requirements
-/// allow it, but only spot offerings no pricier than the cheapest on-demand offering;
-/// otherwise the cheapest on-demand offering. Ties keep the claim's option order.
+/// Picks the launch for a NodeClaim as the AWS provider does: the first of
+/// [`launch_order`].
 pub fn choose_launch(claim: &NewNodeClaim) -> Option<Launch> {
-    let allowed = |o: &Offering| o.available && offering_allowed(o, &claim.requirements);
-    let cheapest = |ct: CapacityType, cap: f64| -> Option<Launch> {
-        let mut best: Option<Launch> = None;
-        for it in &claim.instance_types {
-            for o in it
-                .offerings
-                .iter()
-                .filter(|o| o.capacity_type == ct && allowed(o) && o.price <= cap)
-            {
-                if best.as_ref().is_none_or(|b| o.price < b.price) {
-                    best = Some(Launch {
+    launch_order(&claim.requirements, &claim.instance_types)
+        .into_iter()
+        .next()
+}
+
+/// Every offering a NodeClaim may launch on, in the order the AWS provider tries them:
+/// spot when the requirements allow it, but only spot offerings no pricier than the
+/// cheapest on-demand offering (cheapest first); then on-demand (cheapest first); then
+/// reserved. Ties keep the option order. The cloud provider takes the first it can get,
+/// as CreateFleet does with prioritized overrides.
+pub fn launch_order(requirements: &Requirements, types: &[Arc<InstanceType>]) -> Vec<Launch> {
+    let allowed = |o: &Offering| o.available && offering_allowed(o, requirements);
+    let of = |ct: CapacityType, cap: f64| -> Vec<Launch> {
+        let mut out: Vec<Launch> = types
+            .iter()
+            .flat_map(|it| {
+                it.offerings
+                    .iter()
+                    .filter(move |o| o.capacity_type == ct && allowed(o) && o.price <= cap)
+                    .map(|o| Launch {
                         instance_type: it.name.clone(),
                         zone: o.zone.clone(),
                         capacity_type: ct,
                         price: o.price,
-                    });
-                }
-            }
-        }
-        best
+                    })
+            })
+            .collect();
+        out.sort_by(|a, b| a.price.total_cmp(&b.price));
+        out
     };
-    let cheapest_on_demand = cheapest(CapacityType::OnDemand, f64::INFINITY);
-    let spot_allowed = claim
-        .requirements
+    let on_demand = of(CapacityType::OnDemand, f64::INFINITY);
+    let spot_allowed = requirements
         .get(labels::CAPACITY_TYPE)
         .is_none_or(|r| r.has(CapacityType::Spot.as_str()));
+    let mut order = Vec::new();
     if spot_allowed {
-        let cap = cheapest_on_demand
-            .as_ref()
-            .map_or(f64::INFINITY, |l| l.price);
-        if let Some(spot) = cheapest(CapacityType::Spot, cap) {
-            return Some(spot);
-        }
+        let cap = on_demand.first().map_or(f64::INFINITY, |l| l.price);
+        order.extend(of(CapacityType::Spot, cap));
     }
-    cheapest_on_demand.or_else(|| cheapest(CapacityType::Reserved, f64::INFINITY))
+    order.extend(on_demand);
+    order.extend(of(CapacityType::Reserved, f64::INFINITY));
+    order
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ use super::{Method, Reason};
 
 /// A node a command disrupts, with what the operator needs to judge it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct CandidateSummary {
     pub node: String,
     pub nodepool: String,
@@ -30,6 +31,7 @@ pub struct CandidateSummary {
 
 /// One instance type a replacement may launch as.
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ReplacementOption {
     pub instance_type: String,
     pub price: f64,
@@ -39,6 +41,7 @@ pub struct ReplacementOption {
 
 /// A NodeClaim a command creates before deleting its candidates.
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Replacement {
     pub nodepool: String,
     /// Cheapest first.

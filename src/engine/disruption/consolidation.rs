@@ -8,6 +8,12 @@
 //! the pool allows spot (so a spot shortage fails the launch instead of buying pricier
 //! on-demand); spot-to-spot replacement only behind a flag and, for a single node, only
 //! with at least 15 cheaper spot types, sending the 15 cheapest.
+//!
+//! As upstream's `SimulateScheduling`, the simulation also places the pods that are
+//! pending (and those on nodes being deleted): they compete for the same free capacity.
+//! A pending pod that fits nowhere does not block consolidation, but the new nodes they
+//! need count, so consolidation waits while the cluster is scaling up instead of
+//! deleting capacity the pending pods are about to take.
 
 use crate::api::labels;
 use crate::engine::catalog::CapacityType;
@@ -38,12 +44,15 @@ pub fn evaluate(
     state: &ClusterState,
     candidates: &[&Candidate],
     sim_index: &[Option<usize>],
+    pending: &[&crate::engine::pod::Pod],
     spot_to_spot: bool,
+    explain: bool,
 ) -> Result<Plan, Block> {
-    let pods: Vec<&crate::engine::pod::Pod> = candidates
+    let mut pods: Vec<&crate::engine::pod::Pod> = candidates
         .iter()
         .flat_map(|c| c.pods.iter().map(|&i| &state.pods[i]))
         .collect();
+    let own = pods.len();
     let excluded: Vec<usize> = candidates
         .iter()
         .filter_map(|c| sim_index[c.node])
@@ -55,14 +64,25 @@ pub fn evaluate(
             savings: price,
         });
     }
+    let own_keys: std::collections::HashSet<&crate::engine::pod::PodKey> =
+        pods.iter().map(|p| &p.key).collect();
+    debug_assert_eq!(own_keys.len(), own);
+    pods.extend(pending.iter().copied());
     // Only types cheaper than the candidates can replace them; when that fails, the
     // uncapped simulation says why (pods would not fit, several nodes, or nothing
     // cheaper), so the explanation is the one upstream would give.
     let mut results = sim.run_capped(&pods, &excluded, Some(price));
-    if !results.errors.is_empty() || results.new_nodeclaims.len() > 1 {
+    let own_failed =
+        |r: &crate::engine::scheduling::Results| r.errors.keys().any(|k| own_keys.contains(k));
+    if !explain && (own_failed(&results) || results.new_nodeclaims.len() > 1) {
+        // The capped and the uncapped simulation reach the same decision (nothing
+        // cheaper works); only the words would differ.
+        return Err(Block::NoCheaperReplacement);
+    }
+    if own_failed(&results) || results.new_nodeclaims.len() > 1 {
         results = sim.run(&pods, &excluded);
     }
-    if let Some((pod, why)) = results.errors.iter().next() {
+    if let Some((pod, why)) = results.errors.iter().find(|(k, _)| own_keys.contains(k)) {
         return Err(Block::PodsWouldNotFit {
             pod: pod.clone(),
             why: why.clone(),

@@ -48,6 +48,11 @@ pub struct Options {
     /// Nodes the approval gate or the orchestrator holds (pending decision, rejected by an
     /// operator, in flight), with the words to show.
     pub held: HashMap<String, String>,
+    /// Upstream's pace: stop evaluating at the first command and do not re-simulate
+    /// failures just to explain them. Candidates left unevaluated get
+    /// [`Block::NotEvaluated`]. The controller runs this when no console is watching;
+    /// the decisions are the same, only the explanations are thinner.
+    pub fast: bool,
 }
 
 /// Everything one pass decided.
@@ -201,6 +206,20 @@ impl<'a> Allowance<'a> {
     }
 }
 
+/// Pods that will need capacity whatever the pass decides: pending pods the provisioner
+/// would schedule, and pods on nodes being deleted or marked for deletion by a command in
+/// flight (upstream `SimulateScheduling` adds both to every consolidation simulation;
+/// without the second, two commands in a row count on the same free capacity).
+pub fn pending_pods(state: &ClusterState) -> Vec<&crate::engine::pod::Pod> {
+    let deleting: std::collections::HashSet<&str> = state
+        .nodes
+        .iter()
+        .filter(|n| n.deleting || n.is_disrupted_tainted())
+        .map(|n| n.name.as_str())
+        .collect();
+    crate::engine::provisioning::pods_to_schedule(&state.pods, |n| deleting.contains(n))
+}
+
 /// Runs one disruption pass over the state at `now`.
 pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass {
     let budgets = evaluate_budgets(state, now);
@@ -291,6 +310,7 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
 
     let sim_input = SimInput::new(state, &pods_by_node);
     let mut sim = crate::engine::scheduling::Simulator::new(&sim_input.input);
+    let pending = pending_pods(state);
     let node = |c: &Candidate| -> &StateNode { &state.nodes[c.node] };
     let pool_of = |c: &Candidate| &state.nodepools[&state.nodes[c.node].nodepool];
 
@@ -366,6 +386,9 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
             continue;
         }
         if pass.command.is_some() {
+            if options.fast {
+                break;
+            }
             pass.outcomes.insert(
                 name,
                 Outcome::Eligible {
@@ -477,7 +500,9 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
                 state,
                 set,
                 &sim_input.index,
+                &pending,
                 options.spot_to_spot,
+                !options.fast,
             ) {
                 Ok(p) => {
                     multi = Some((mid + 1, p));
@@ -518,6 +543,9 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
     // 4. Single-node consolidation: every remaining candidate is evaluated; the cheapest
     // to disrupt that works acts if nothing else did.
     for c in consolidatable {
+        if options.fast && pass.command.is_some() {
+            break;
+        }
         let name = node(c).name.clone();
         if pass.outcomes.contains_key(&name) {
             continue;
@@ -533,7 +561,9 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
             state,
             &[c],
             &sim_input.index,
+            &pending,
             options.spot_to_spot,
+            !options.fast,
         ) {
             Ok(p) => {
                 *pass.eligible.entry(Reason::Underutilized).or_default() += 1;
@@ -572,11 +602,16 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
         }
     }
 
+    for c in &cands {
+        pass.outcomes
+            .entry(node(c).name.clone())
+            .or_insert(Outcome::Blocked(Block::NotEvaluated));
+    }
     for (name, o) in &pass.outcomes {
         if let Outcome::Blocked(b) = o {
             if matches!(
                 b,
-                Block::Held { .. } | Block::Deleting | Block::NotInitialized
+                Block::Held { .. } | Block::Deleting | Block::NotInitialized | Block::NotEvaluated
             ) {
                 continue;
             }

@@ -151,6 +151,8 @@ pub enum Block {
     Held {
         why: String,
     },
+    /// A fast pass stopped at its first command before reaching this node.
+    NotEvaluated,
 }
 
 impl Block {
@@ -238,6 +240,9 @@ impl fmt::Display for Block {
                 "only {count} cheaper spot instance types (spot-to-spot needs at least 15)"
             ),
             Block::Held { why } => f.write_str(why),
+            Block::NotEvaluated => f.write_str(
+                "not evaluated this pass: another decision came first (one command per pass)",
+            ),
         }
     }
 }

@@ -123,7 +123,9 @@ pub fn revalidate(
                 state,
                 &refs,
                 &sim_input.index,
+                &super::pending_pods(state),
                 options.spot_to_spot,
+                true,
             )
             .map_err(|b| format!("a fresh simulation disagrees: {b}"))?;
             match (cmd.replacements.first(), &plan.replacement) {

@@ -125,13 +125,10 @@ impl<'a> Simulator<'a> {
             base.add_inverse_for_bound(b.pod, b.node_labels);
         }
 
+        // Initialized nodes first; otherwise the caller's order (stable), which is how
+        // the kube-scheduler stand-in expresses its scoring.
         let mut by_slot: Vec<usize> = (0..input.nodes.len()).collect();
-        by_slot.sort_by(|&a, &b| {
-            let (a, b) = (&input.nodes[a], &input.nodes[b]);
-            b.initialized
-                .cmp(&a.initialized)
-                .then_with(|| a.name.cmp(&b.name))
-        });
+        by_slot.sort_by(|&a, &b| input.nodes[b].initialized.cmp(&input.nodes[a].initialized));
         let mut node_slot = vec![0; input.nodes.len()];
         let slots: Vec<ExistingSlot> = by_slot
             .iter()
