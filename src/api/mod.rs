@@ -11,5 +11,6 @@ pub mod nodeclaim;
 pub mod nodepool;
 pub mod quantity;
 pub mod schedule;
+pub mod source_lines;
 pub mod time;
 pub mod validation;

@@ -1,0 +1,182 @@
+//! Where truth lives: the objects the controller reads from a cluster and the writes it
+//! makes. The controller talks to a cluster only through [`Cluster`]; `sim` is the
+//! embedded in-memory cluster, and the Kubernetes backend implements the same trait.
+//!
+//! The objects here are the Karpenter-relevant slice of their Kubernetes counterparts, so
+//! that a backend converts at its edge and the control loop never parses API objects.
+
+pub mod scenario;
+pub mod sim;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+
+use chrono::{DateTime, TimeDelta, Utc};
+
+use crate::api::nodeclaim::Taint;
+use crate::api::nodepool::NodePool;
+use crate::engine::catalog::CapacityType;
+use crate::engine::pod::{Pod, PodKey};
+use crate::engine::requirements::Requirements;
+use crate::engine::resources::Resources;
+use crate::engine::state::Pdb;
+
+/// The finalizer that keeps a NodeClaim (and its Node) until termination drained it and
+/// deleted the instance (upstream `karpenter.sh/termination`).
+pub use crate::api::labels::TERMINATION_FINALIZER;
+
+/// What the cloud provider reported when the NodeClaim launched (upstream: the status
+/// fields and labels `cloudprovider.Create` fills in).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Launched {
+    pub provider_id: String,
+    pub instance_type: String,
+    pub zone: String,
+    pub capacity_type: CapacityType,
+    /// USD per hour of the offering.
+    pub price: f64,
+    pub allocatable: Resources,
+    /// Labels the instance type gives the node (arch, os, instance family, ...).
+    pub labels: BTreeMap<String, String>,
+    /// The node name the kubelet will register under (the instance's private DNS name).
+    pub hostname: String,
+    pub at: DateTime<Utc>,
+}
+
+/// A NodeClaim: a request for one node, and what became of it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeClaimObject {
+    pub name: String,
+    pub nodepool: String,
+    /// spec.requirements: the pool's plus the scheduling round's (instance types allowed).
+    pub requirements: Requirements,
+    /// spec.resources.requests: what the pods it was launched for need.
+    pub requests: Resources,
+    /// Labels and annotations from the pool's template (plus the nodepool-hash).
+    pub labels: BTreeMap<String, String>,
+    pub annotations: BTreeMap<String, String>,
+    pub taints: Vec<Taint>,
+    pub startup_taints: Vec<Taint>,
+    pub expire_after: Option<TimeDelta>,
+    pub termination_grace_period: Option<TimeDelta>,
+    pub created: DateTime<Utc>,
+    /// metadata.deletionTimestamp.
+    pub deleting: Option<DateTime<Utc>>,
+    /// Carries the termination finalizer: the object stays until termination removes it.
+    pub finalizer: bool,
+    /// Set once the cloud provider launched it (condition Launched=True).
+    pub launched: Option<Launched>,
+}
+
+/// A Node, as the kubelet registered it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeObject {
+    pub name: String,
+    pub provider_id: String,
+    pub labels: BTreeMap<String, String>,
+    pub annotations: BTreeMap<String, String>,
+    pub taints: Vec<Taint>,
+    pub allocatable: Resources,
+    /// Condition Ready=True.
+    pub ready: bool,
+    pub created: DateTime<Utc>,
+}
+
+/// A DaemonSet: its pod template runs on every node it tolerates and selects.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DaemonSetObject {
+    pub namespace: String,
+    pub name: String,
+    /// The pod every node gets (owner kind DaemonSet).
+    pub template: Pod,
+}
+
+/// An object of a kind the controller watches.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Object {
+    NodePool(Box<NodePool>),
+    NodeClaim(Box<NodeClaimObject>),
+    Node(Box<NodeObject>),
+    Pod(Box<Pod>),
+    Pdb(Box<Pdb>),
+    DaemonSet(Box<DaemonSetObject>),
+}
+
+/// Which object a deletion names.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ObjectRef {
+    NodePool(String),
+    NodeClaim(String),
+    Node(String),
+    Pod(PodKey),
+    Pdb(String, String),
+    DaemonSet(String, String),
+}
+
+/// One watch event.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Change {
+    /// Created or updated: the whole new object.
+    Applied(Object),
+    Deleted(ObjectRef),
+}
+
+/// A change the controller asks of the cluster.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Write {
+    CreateNodeClaim(Box<NodeClaimObject>),
+    /// Records the launch in the NodeClaim's status.
+    SetLaunched {
+        nodeclaim: String,
+        launched: Box<Launched>,
+    },
+    /// Sets the deletionTimestamp; the finalizer keeps the object while termination runs.
+    DeleteNodeClaim {
+        nodeclaim: String,
+    },
+    /// Termination is done: the NodeClaim and its Node go away.
+    RemoveFinalizer {
+        nodeclaim: String,
+    },
+    /// Adds a taint to a Node (no-op if it has one with that key and effect).
+    Taint {
+        node: String,
+        taint: Taint,
+    },
+    /// Removes taints with that key and effect from a Node.
+    Untaint {
+        node: String,
+        taint: Taint,
+    },
+    /// The eviction API: refused with [`ClusterError::DisruptionBudget`] when a PDB
+    /// allows no more disruptions.
+    Evict {
+        pod: PodKey,
+    },
+    /// Deletes a pod outright (bypasses PDBs): termination's grace-period deadline.
+    DeletePod {
+        pod: PodKey,
+    },
+}
+
+/// Why a write failed.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum ClusterError {
+    #[error("{what} not found")]
+    NotFound { what: String },
+    /// 429 from the eviction API.
+    #[error("cannot evict {pod}: PodDisruptionBudget {pdb} allows no more disruptions")]
+    DisruptionBudget { pod: PodKey, pdb: String },
+    #[error("API error: {0}")]
+    Api(String),
+}
+
+/// A cluster the controller can watch and write to.
+pub trait Cluster {
+    /// Every change since the last call, oldest first. The first call after the
+    /// controller starts lists every object (the initial sync of a watch).
+    fn changes(&mut self) -> Vec<Change>;
+
+    /// Makes one change.
+    fn write(&mut self, write: Write) -> impl Future<Output = Result<(), ClusterError>> + Send;
+}

@@ -1,0 +1,250 @@
+//! The kubelet stand-in: registration, readiness, startup taints, DaemonSet pods, and the
+//! node lifecycle controller's unreachable eviction.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+
+use super::{STARTED, SimCluster, SimNode, SimSettings};
+use crate::api::labels;
+use crate::api::nodeclaim::TaintEffect;
+use crate::cloud::sim::SimInstance;
+use crate::cluster::{Change, NodeObject, Object};
+use crate::engine::pod::{Owner, Phase, PodKey};
+
+/// When a registered node's kubelet reaches each stage.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeTimeline {
+    pub registered: DateTime<Utc>,
+    pub startup_taints_removed: bool,
+    /// Set when the kubelet stopped reporting.
+    pub kubelet_lost: Option<DateTime<Utc>>,
+    /// Startup taint keys to remove once Ready (copied from the NodeClaim).
+    pub startup_taints: Vec<String>,
+}
+
+impl NodeTimeline {
+    fn ready_at(&self, s: &SimSettings) -> DateTime<Utc> {
+        self.registered + s.ready_delay
+    }
+
+    fn startup_done_at(&self, s: &SimSettings) -> DateTime<Utc> {
+        self.ready_at(s) + s.startup_delay
+    }
+
+    /// The next moment this node changes on its own.
+    pub fn next_event(&self, s: &SimSettings, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        if let Some(lost) = self.kubelet_lost {
+            let t = lost + s.unreachable_eviction;
+            return (t > now).then_some(t);
+        }
+        [self.ready_at(s), self.startup_done_at(s)]
+            .into_iter()
+            .find(|t| *t > now)
+    }
+}
+
+impl SimCluster {
+    /// Registers a Node for every instance that has been running for the registration
+    /// delay, carrying its NodeClaim's labels and taints (as Karpenter's registration
+    /// syncs them) plus the chaos taint if one is set.
+    pub(super) fn register_nodes<'a>(&mut self, instances: impl Iterator<Item = &'a SimInstance>) {
+        let now = self.now;
+        let due: Vec<&SimInstance> = instances
+            .filter(|i| {
+                !self.registered.contains(&i.instance.provider_id)
+                    && i.running_at + self.settings.registration_delay <= now
+                    && i.reclaim_at.is_none_or(|t| t > now)
+            })
+            .collect();
+        for i in due {
+            let inst = &i.instance;
+            self.registered.insert(inst.provider_id.clone());
+            let claim = self.nodeclaims.get(&inst.nodeclaim);
+            let mut node_labels: BTreeMap<String, String> = BTreeMap::new();
+            let mut taints = Vec::new();
+            let mut startup = Vec::new();
+            let mut allocatable = Default::default();
+            if let Some(c) = claim {
+                node_labels.extend(c.requirements.labels());
+                node_labels.extend(c.labels.clone());
+                if let Some(l) = &c.launched {
+                    node_labels.extend(l.labels.clone());
+                    allocatable = l.allocatable.clone();
+                }
+                taints.extend(c.taints.clone());
+                taints.extend(c.startup_taints.clone());
+                startup = c.startup_taints.iter().map(|t| t.key.clone()).collect();
+                node_labels.insert(labels::NODEPOOL.into(), c.nodepool.clone());
+            }
+            node_labels.insert(labels::INSTANCE_TYPE.into(), inst.instance_type.clone());
+            node_labels.insert(labels::ZONE.into(), inst.zone.clone());
+            node_labels.insert(
+                labels::CAPACITY_TYPE.into(),
+                inst.capacity_type.as_str().into(),
+            );
+            node_labels.insert(labels::HOSTNAME.into(), inst.hostname.clone());
+            if let Some(t) = &self.settings.chaos_taint {
+                taints.push(t.clone());
+            }
+            let object = NodeObject {
+                name: inst.hostname.clone(),
+                provider_id: inst.provider_id.clone(),
+                labels: node_labels,
+                annotations: BTreeMap::new(),
+                taints,
+                allocatable,
+                ready: false,
+                created: now,
+            };
+            self.nodes.insert(
+                object.name.clone(),
+                SimNode {
+                    object: object.clone(),
+                    timeline: NodeTimeline {
+                        registered: now,
+                        startup_taints_removed: startup.is_empty(),
+                        kubelet_lost: None,
+                        startup_taints: startup,
+                    },
+                },
+            );
+            self.emit(Change::Applied(Object::Node(Box::new(object))));
+            self.place_daemons(&inst.hostname);
+        }
+    }
+
+    /// Readiness, startup taints and unreachable eviction, for every node.
+    pub(super) fn progress_nodes(&mut self) {
+        let now = self.now;
+        let s = self.settings.clone();
+        let mut changed = Vec::new();
+        let mut evict_from = Vec::new();
+        for n in self.nodes.values_mut() {
+            let t = &mut n.timeline;
+            if let Some(lost) = t.kubelet_lost {
+                if now >= lost + s.unreachable_eviction {
+                    evict_from.push(n.object.name.clone());
+                }
+                continue;
+            }
+            let mut touched = false;
+            if !n.object.ready && now >= t.ready_at(&s) {
+                n.object.ready = true;
+                touched = true;
+            }
+            if !t.startup_taints_removed && now >= t.startup_done_at(&s) {
+                let keys = std::mem::take(&mut t.startup_taints);
+                n.object.taints.retain(|x| !keys.contains(&x.key));
+                t.startup_taints_removed = true;
+                touched = true;
+            }
+            if touched {
+                changed.push(n.object.clone());
+            }
+        }
+        for obj in changed {
+            self.schedule_dirty = true;
+            self.emit(Change::Applied(Object::Node(Box::new(obj))));
+        }
+        // Taint-based eviction: pods that do not tolerate the NoExecute unreachable taint.
+        for node in evict_from {
+            let Some(n) = self.nodes.get(&node) else {
+                continue;
+            };
+            let taints: Vec<_> = n
+                .object
+                .taints
+                .iter()
+                .filter(|t| t.effect == TaintEffect::NoExecute)
+                .cloned()
+                .collect();
+            let doomed: Vec<PodKey> = self
+                .pods
+                .values()
+                .filter(|p| p.node_name.as_deref() == Some(node.as_str()))
+                .filter(|p| !p.is_daemonset())
+                .filter(|p| {
+                    taints
+                        .iter()
+                        .any(|t| !p.tolerations.iter().any(|x| x.tolerates(t)))
+                })
+                .map(|p| p.key.clone())
+                .collect();
+            for k in doomed {
+                self.delete_pod(&k);
+            }
+        }
+    }
+
+    /// Puts every DaemonSet's pod on `node` if the DaemonSet tolerates the node's taints
+    /// (startup taints and the chaos taint aside: DaemonSets tolerate those in practice)
+    /// and its node selector matches.
+    pub(super) fn place_daemons(&mut self, node: &str) {
+        let Some(n) = self.nodes.get(node) else {
+            return;
+        };
+        let chaos = self.settings.chaos_taint.as_ref().map(|t| t.key.clone());
+        let startup = n.timeline.startup_taints.clone();
+        let labels = n.object.labels.clone();
+        let taints: Vec<_> = n
+            .object
+            .taints
+            .iter()
+            .filter(|t| !startup.contains(&t.key) && Some(&t.key) != chaos.as_ref())
+            .filter(|t| t.effect != TaintEffect::PreferNoSchedule)
+            .cloned()
+            .collect();
+        let mut new = Vec::new();
+        for ds in self.daemonsets.values() {
+            let tpl = &ds.template;
+            let fits = tpl
+                .node_selector
+                .iter()
+                .all(|(k, v)| labels.get(k) == Some(v))
+                && taints
+                    .iter()
+                    .all(|t| tpl.tolerations.iter().any(|x| x.tolerates(t)));
+            if !fits {
+                continue;
+            }
+            let mut p = tpl.clone();
+            p.key = PodKey {
+                namespace: ds.namespace.clone(),
+                name: format!("{}-{}", ds.name, node.split('.').next().unwrap_or(node)),
+            };
+            p.uid = p.key.to_string();
+            p.owner = Some(Owner {
+                kind: "DaemonSet".into(),
+                name: ds.name.clone(),
+            });
+            p.node_name = Some(node.to_string());
+            p.phase = Phase::Running;
+            p.unschedulable = false;
+            p.created = self.now;
+            new.push(p);
+        }
+        for p in new {
+            let key = p.key.clone();
+            if self.pods.contains_key(&key) {
+                continue;
+            }
+            self.pods.insert(key.clone(), p);
+            self.emit_pod(&key);
+        }
+    }
+
+    /// Marks a pod bound to `node` as running (what the kubelet reports after the bind).
+    pub(super) fn start_pod(&mut self, key: &PodKey, node: &str) {
+        let now = self.now;
+        if let Some(p) = self.pods.get_mut(key) {
+            p.node_name = Some(node.to_string());
+            p.phase = Phase::Running;
+            p.unschedulable = false;
+            if p.owner.as_ref().is_some_and(|o| o.kind == "Job") {
+                p.annotations.insert(STARTED.into(), now.to_rfc3339());
+            }
+        }
+        self.emit_pod(key);
+    }
+}

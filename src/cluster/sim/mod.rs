@@ -1,0 +1,729 @@
+//! The embedded cluster: Nodes, Pods, NodePools, NodeClaims, DaemonSets and PDBs in memory,
+//! with the Kubernetes behaviour the controller depends on and nothing else:
+//!
+//! - a kubelet stand-in: an instance that is running registers its Node after
+//!   `registration_delay`, becomes Ready after `ready_delay`, and its startup taints are
+//!   removed `startup_delay` after that (what a CNI or an agent does in a real cluster);
+//! - a kube-scheduler stand-in that binds pending pods to Ready nodes that fit, with the
+//!   same constraint checks as the engine's scheduler (resources, taints, node and pod
+//!   affinity, topology spread, host ports), and marks the rest `Unschedulable`;
+//! - Deployments and Jobs that create pods, DaemonSets that put a pod on every matching
+//!   node, an eviction API that honours PodDisruptionBudgets, and the termination
+//!   finalizer: a deleted NodeClaim stays until the controller removes the finalizer, then
+//!   its Node and the Node's pods go (the pod garbage collector).
+//!
+//! Everything is deterministic for a seed; the simulation driver decides when time moves.
+
+mod kubelet;
+mod scheduler;
+pub mod workloads;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::future::ready;
+
+use chrono::{DateTime, TimeDelta, Utc};
+
+use super::{
+    Change, ClusterError, DaemonSetObject, NodeClaimObject, NodeObject, Object, ObjectRef, Write,
+};
+use crate::api::nodeclaim::{Taint, TaintEffect};
+use crate::api::nodepool::NodePool;
+use crate::engine::pod::{Owner, Phase, Pod, PodKey};
+use crate::engine::state::Pdb;
+pub use kubelet::NodeTimeline;
+use workloads::{Deployment, Job, PdbSpec};
+
+/// The taint the node lifecycle controller puts on a node whose kubelet stopped
+/// reporting; pods without a toleration are evicted from it after
+/// [`SimSettings::unreachable_eviction`].
+pub const UNREACHABLE_TAINT: &str = "node.kubernetes.io/unreachable";
+
+/// Timings and chaos switches of the simulated cluster.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SimSettings {
+    /// From instance running to Node registered.
+    pub registration_delay: TimeDelta,
+    /// From registration to Ready.
+    pub ready_delay: TimeDelta,
+    /// From Ready to startup taints removed.
+    pub startup_delay: TimeDelta,
+    /// Taint-based eviction of pods from an unreachable node (default toleration 300 s).
+    pub unreachable_eviction: TimeDelta,
+    /// A taint every new Node gets at registration and never loses (the runaway
+    /// scale-up chaos case: nodes that never become usable).
+    pub chaos_taint: Option<Taint>,
+}
+
+impl Default for SimSettings {
+    fn default() -> Self {
+        SimSettings {
+            registration_delay: TimeDelta::seconds(20),
+            ready_delay: TimeDelta::seconds(5),
+            startup_delay: TimeDelta::seconds(3),
+            unreachable_eviction: TimeDelta::seconds(300),
+            chaos_taint: None,
+        }
+    }
+}
+
+/// A registered node and its kubelet's schedule.
+#[derive(Clone, Debug)]
+struct SimNode {
+    object: NodeObject,
+    timeline: NodeTimeline,
+}
+
+/// The simulated cluster.
+pub struct SimCluster {
+    pub settings: SimSettings,
+    start: DateTime<Utc>,
+    now: DateTime<Utc>,
+    nodepools: BTreeMap<String, NodePool>,
+    nodeclaims: BTreeMap<String, NodeClaimObject>,
+    nodes: BTreeMap<String, SimNode>,
+    pods: BTreeMap<PodKey, Pod>,
+    pdbs: BTreeMap<(String, String), PdbSpec>,
+    /// `status.disruptionsAllowed` as last computed (and reported).
+    pdb_allowed: BTreeMap<(String, String), i32>,
+    /// Evictions granted since then.
+    pdb_spent: BTreeMap<(String, String), i32>,
+    daemonsets: BTreeMap<(String, String), DaemonSetObject>,
+    deployments: BTreeMap<(String, String), Deployment>,
+    jobs: BTreeMap<(String, String), Job>,
+    /// Instances whose kubelet has registered (or will never: reclaimed).
+    registered: BTreeSet<String>,
+    queue: Vec<Change>,
+    resync: bool,
+    /// Something the scheduler reads changed since its last attempt.
+    schedule_dirty: bool,
+    pods_dirty: bool,
+    /// The controller wrote something since the driver last asked.
+    written: bool,
+    /// Writes accepted so far, and after how many the API goes away (chaos).
+    writes: usize,
+    fail_after: Option<usize>,
+    refused: usize,
+    rng: fastrand::Rng,
+}
+
+impl SimCluster {
+    pub fn new(start: DateTime<Utc>, settings: SimSettings, seed: u64) -> SimCluster {
+        SimCluster {
+            settings,
+            start,
+            now: start,
+            nodepools: BTreeMap::new(),
+            nodeclaims: BTreeMap::new(),
+            nodes: BTreeMap::new(),
+            pods: BTreeMap::new(),
+            pdbs: BTreeMap::new(),
+            pdb_allowed: BTreeMap::new(),
+            pdb_spent: BTreeMap::new(),
+            daemonsets: BTreeMap::new(),
+            deployments: BTreeMap::new(),
+            jobs: BTreeMap::new(),
+            registered: BTreeSet::new(),
+            queue: Vec::new(),
+            resync: true,
+            schedule_dirty: true,
+            pods_dirty: true,
+            written: false,
+            writes: 0,
+            fail_after: None,
+            refused: 0,
+            rng: fastrand::Rng::with_seed(seed ^ 0x5eed_c1u64),
+        }
+    }
+
+    fn emit(&mut self, change: Change) {
+        if !self.resync {
+            self.queue.push(change);
+        }
+    }
+
+    fn emit_pod(&mut self, key: &PodKey) {
+        self.pods_dirty = true;
+        if let Some(p) = self.pods.get(key) {
+            let c = Change::Applied(Object::Pod(Box::new(p.clone())));
+            self.emit(c);
+        }
+    }
+
+    // ---- objects the scenario (or an operator) puts in ----
+
+    /// Creates or replaces a NodePool (a `kubectl apply`).
+    pub fn apply_nodepool(&mut self, pool: NodePool) {
+        let name = pool.metadata.name.clone().unwrap_or_default();
+        self.nodepools.insert(name, pool.clone());
+        self.emit(Change::Applied(Object::NodePool(Box::new(pool))));
+    }
+
+    pub fn nodepool(&self, name: &str) -> Option<&NodePool> {
+        self.nodepools.get(name)
+    }
+
+    pub fn add_daemonset(&mut self, ds: DaemonSetObject) {
+        let key = (ds.namespace.clone(), ds.name.clone());
+        self.daemonsets.insert(key, ds.clone());
+        self.emit(Change::Applied(Object::DaemonSet(Box::new(ds))));
+        let nodes: Vec<String> = self.nodes.keys().cloned().collect();
+        for n in nodes {
+            self.place_daemons(&n);
+        }
+    }
+
+    pub fn add_pdb(&mut self, pdb: PdbSpec) {
+        self.pdbs
+            .insert((pdb.namespace.clone(), pdb.name.clone()), pdb);
+        self.pods_dirty = true;
+    }
+
+    pub fn add_deployment(&mut self, d: Deployment) {
+        self.deployments
+            .insert((d.namespace.clone(), d.name.clone()), d);
+    }
+
+    pub fn add_job(&mut self, j: Job) {
+        self.jobs.insert((j.namespace.clone(), j.name.clone()), j);
+    }
+
+    /// A bare pod: created once, never recreated.
+    pub fn add_pod(&mut self, mut pod: Pod) {
+        pod.created = self.now;
+        pod.node_name = None;
+        pod.phase = Phase::Pending;
+        pod.unschedulable = false;
+        let key = pod.key.clone();
+        self.pods.insert(key.clone(), pod);
+        self.schedule_dirty = true;
+        self.emit_pod(&key);
+    }
+
+    /// Sets a Deployment's replica schedule (`kubectl scale` sets a fixed count).
+    /// Returns false when there is no such Deployment.
+    pub fn set_replicas(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        replicas: workloads::Replicas,
+    ) -> bool {
+        match self
+            .deployments
+            .get_mut(&(namespace.to_string(), name.to_string()))
+        {
+            Some(d) => {
+                d.replicas = replicas;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Sets (`Some`) or removes (`None`) an annotation on every pod in `namespace` whose
+    /// labels match `selector`. Returns how many pods changed.
+    pub fn annotate_pods(
+        &mut self,
+        namespace: &str,
+        selector: &crate::engine::selector::Selector,
+        key: &str,
+        value: Option<&str>,
+    ) -> usize {
+        let keys: Vec<PodKey> = self
+            .pods
+            .values()
+            .filter(|p| p.key.namespace == namespace && selector.matches(&p.labels))
+            .map(|p| p.key.clone())
+            .collect();
+        for k in &keys {
+            if let Some(p) = self.pods.get_mut(k) {
+                match value {
+                    Some(v) => p.annotations.insert(key.to_string(), v.to_string()),
+                    None => p.annotations.remove(key),
+                };
+            }
+            self.emit_pod(k);
+        }
+        keys.len()
+    }
+
+    /// The kubelet of a node stops reporting: NotReady, tainted unreachable; pods are
+    /// evicted after `unreachable_eviction`. Returns false when there is no such node.
+    pub fn set_not_ready(&mut self, node: &str) -> bool {
+        let now = self.now;
+        let Some(n) = self.nodes.get_mut(node) else {
+            return false;
+        };
+        n.timeline.kubelet_lost = Some(now);
+        n.object.ready = false;
+        for effect in [TaintEffect::NoSchedule, TaintEffect::NoExecute] {
+            if !n
+                .object
+                .taints
+                .iter()
+                .any(|t| t.key == UNREACHABLE_TAINT && t.effect == effect)
+            {
+                n.object.taints.push(Taint {
+                    key: UNREACHABLE_TAINT.into(),
+                    value: None,
+                    effect,
+                    time_added: None,
+                });
+            }
+        }
+        let obj = n.object.clone();
+        self.schedule_dirty = true;
+        self.emit(Change::Applied(Object::Node(Box::new(obj))));
+        true
+    }
+
+    /// The instance behind a node is gone (reclaimed or terminated outside the
+    /// controller): its kubelet stops.
+    pub fn instance_gone(&mut self, provider_id: &str) {
+        self.registered.insert(provider_id.to_string());
+        let node = self
+            .nodes
+            .values()
+            .find(|n| n.object.provider_id == provider_id)
+            .map(|n| n.object.name.clone());
+        if let Some(n) = node {
+            self.set_not_ready(&n);
+        }
+    }
+
+    // ---- reading ----
+
+    pub fn nodes(&self) -> impl Iterator<Item = &NodeObject> {
+        self.nodes.values().map(|n| &n.object)
+    }
+
+    pub fn nodeclaims(&self) -> impl Iterator<Item = &NodeClaimObject> {
+        self.nodeclaims.values()
+    }
+
+    pub fn pods(&self) -> impl Iterator<Item = &Pod> {
+        self.pods.values()
+    }
+
+    pub fn now(&self) -> DateTime<Utc> {
+        self.now
+    }
+
+    // ---- time ----
+
+    /// Moves the cluster to `now`: kubelets register and become ready (for the running
+    /// `instances`), workloads converge, the scheduler binds, PDB status is refreshed.
+    pub fn advance<'a>(
+        &mut self,
+        now: DateTime<Utc>,
+        instances: impl Iterator<Item = &'a crate::cloud::sim::SimInstance>,
+    ) {
+        self.now = self.now.max(now);
+        self.register_nodes(instances);
+        self.progress_nodes();
+        self.run_workloads();
+        self.schedule();
+        self.refresh_pdbs();
+    }
+
+    /// The next moment something changes on its own, given the running instances.
+    pub fn next_event<'a>(
+        &self,
+        instances: impl Iterator<Item = &'a crate::cloud::sim::SimInstance>,
+    ) -> Option<DateTime<Utc>> {
+        let now = self.now;
+        let mut next: Vec<DateTime<Utc>> = Vec::new();
+        for i in instances {
+            if !self.registered.contains(&i.instance.provider_id) {
+                next.push(i.running_at + self.settings.registration_delay);
+            }
+        }
+        for n in self.nodes.values() {
+            next.extend(n.timeline.next_event(&self.settings, now));
+        }
+        let offset = now - self.start;
+        for d in self.deployments.values() {
+            if let Some(o) = d.replicas.next_change(offset) {
+                next.push(self.start + o);
+            }
+        }
+        for j in self.jobs.values() {
+            if j.start > offset {
+                next.push(self.start + j.start);
+            }
+        }
+        for p in self.pods.values() {
+            if let Some(t) = self.job_pod_done_at(p) {
+                next.push(t);
+            }
+        }
+        next.into_iter().filter(|t| *t > now).min()
+    }
+
+    fn run_workloads(&mut self) {
+        let offset = self.now - self.start;
+        // Jobs: finished pods succeed and go; missing pods are created.
+        let done: Vec<PodKey> = self
+            .pods
+            .values()
+            .filter(|p| self.job_pod_done_at(p).is_some_and(|t| t <= self.now))
+            .map(|p| p.key.clone())
+            .collect();
+        for k in done {
+            if let Some(owner) = self.pods.get(&k).and_then(|p| p.owner.clone())
+                && let Some(j) = self.jobs.get_mut(&(k.namespace.clone(), owner.name))
+            {
+                j.succeeded += 1;
+            }
+            self.delete_pod(&k);
+        }
+        let jobs: Vec<(String, String)> = self.jobs.keys().cloned().collect();
+        for key in jobs {
+            let j = &self.jobs[&key];
+            if j.start > offset {
+                continue;
+            }
+            let active = self.owned(&key.0, "Job", &key.1).count() as u32;
+            let left = j.completions.saturating_sub(j.succeeded + active);
+            let want = j.parallelism.saturating_sub(active).min(left);
+            let template = j.template.clone();
+            for _ in 0..want {
+                self.create_owned(&template, "Job", &key.1);
+            }
+        }
+        // Deployments: converge on the schedule's count; scale-down removes pending pods
+        // first, then the newest (the ReplicaSet controller's ranking, simplified).
+        let deployments: Vec<(String, String)> = self.deployments.keys().cloned().collect();
+        for key in deployments {
+            let d = &self.deployments[&key];
+            let want = d.replicas.at(offset) as usize;
+            let template = d.template.clone();
+            let mut owned: Vec<(bool, DateTime<Utc>, PodKey)> = self
+                .owned(&key.0, "Deployment", &key.1)
+                .map(|p| (p.node_name.is_some(), p.created, p.key.clone()))
+                .collect();
+            if owned.len() < want {
+                for _ in owned.len()..want {
+                    self.create_owned(&template, "Deployment", &key.1);
+                }
+            } else if owned.len() > want {
+                owned.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
+                let excess = owned.len() - want;
+                for (_, _, k) in owned.into_iter().take(excess) {
+                    self.delete_pod(&k);
+                }
+            }
+        }
+    }
+
+    fn job_pod_done_at(&self, p: &Pod) -> Option<DateTime<Utc>> {
+        let owner = p.owner.as_ref().filter(|o| o.kind == "Job")?;
+        let j = self
+            .jobs
+            .get(&(p.key.namespace.clone(), owner.name.clone()))?;
+        let started = p.annotations.get(STARTED)?.parse::<DateTime<Utc>>().ok()?;
+        Some(started + j.run_for)
+    }
+
+    /// Live pods a controller owns.
+    fn owned<'a>(
+        &'a self,
+        namespace: &'a str,
+        kind: &'a str,
+        name: &'a str,
+    ) -> impl Iterator<Item = &'a Pod> + 'a {
+        self.pods.values().filter(move |p| {
+            p.key.namespace == namespace
+                && p.deleting.is_none()
+                && p.owner
+                    .as_ref()
+                    .is_some_and(|o| o.kind == kind && o.name == name)
+        })
+    }
+
+    fn create_owned(&mut self, template: &Pod, kind: &str, owner: &str) {
+        let mut p = template.clone();
+        loop {
+            let suffix: String = (0..5)
+                .map(|_| {
+                    let c = self.rng.u8(0..36);
+                    char::from(if c < 10 { b'0' + c } else { b'a' + c - 10 })
+                })
+                .collect();
+            p.key.name = format!("{owner}-{suffix}");
+            if !self.pods.contains_key(&p.key) {
+                break;
+            }
+        }
+        p.uid = p.key.to_string();
+        p.owner = Some(Owner {
+            kind: kind.to_string(),
+            name: owner.to_string(),
+        });
+        self.add_pod(p);
+    }
+
+    fn delete_pod(&mut self, key: &PodKey) {
+        if let Some(p) = self.pods.remove(key) {
+            self.schedule_dirty |= p.node_name.is_some();
+            self.pods_dirty = true;
+            self.emit(Change::Deleted(ObjectRef::Pod(key.clone())));
+        }
+    }
+
+    fn refresh_pdbs(&mut self) {
+        if !self.pods_dirty {
+            return;
+        }
+        self.pods_dirty = false;
+        self.pdb_spent.clear();
+        let updates: Vec<Pdb> = self
+            .pdbs
+            .values()
+            .map(|spec| Pdb {
+                namespace: spec.namespace.clone(),
+                name: spec.name.clone(),
+                selector: spec.selector.clone(),
+                disruptions_allowed: spec.disruptions_allowed(self.pods.values()),
+            })
+            .collect();
+        for pdb in updates {
+            let key = (pdb.namespace.clone(), pdb.name.clone());
+            if self.pdb_allowed.get(&key) != Some(&pdb.disruptions_allowed) {
+                self.pdb_allowed.insert(key, pdb.disruptions_allowed);
+                self.emit(Change::Applied(Object::Pdb(Box::new(pdb))));
+            }
+        }
+    }
+
+    /// The PDB that refuses evicting `pod`, if any; otherwise takes one disruption from
+    /// every PDB selecting it (status is recomputed from the pods on the next advance).
+    fn pdb_blocking(&mut self, pod: &Pod) -> Option<String> {
+        let selecting: Vec<(String, String)> = self
+            .pdbs
+            .values()
+            .filter(|s| s.selects(pod))
+            .map(|s| (s.namespace.clone(), s.name.clone()))
+            .collect();
+        let left = |k: &(String, String)| {
+            self.pdb_allowed.get(k).copied().unwrap_or(0)
+                - self.pdb_spent.get(k).copied().unwrap_or(0)
+        };
+        if let Some(k) = selecting.iter().find(|k| left(k) <= 0) {
+            return Some(format!("{}/{}", k.0, k.1));
+        }
+        for k in selecting {
+            *self.pdb_spent.entry(k).or_default() += 1;
+        }
+        None
+    }
+}
+
+/// Where the simulated kubelet records when a job pod started running.
+const STARTED: &str = "sim.karpenter-tui.dev/started";
+
+impl super::Cluster for SimCluster {
+    fn changes(&mut self) -> Vec<Change> {
+        if !self.resync {
+            return std::mem::take(&mut self.queue);
+        }
+        self.resync = false;
+        self.queue.clear();
+        let mut out = Vec::new();
+        out.extend(
+            self.nodepools
+                .values()
+                .map(|p| Change::Applied(Object::NodePool(Box::new(p.clone())))),
+        );
+        out.extend(
+            self.daemonsets
+                .values()
+                .map(|d| Change::Applied(Object::DaemonSet(Box::new(d.clone())))),
+        );
+        out.extend(
+            self.nodeclaims
+                .values()
+                .map(|c| Change::Applied(Object::NodeClaim(Box::new(c.clone())))),
+        );
+        out.extend(
+            self.nodes
+                .values()
+                .map(|n| Change::Applied(Object::Node(Box::new(n.object.clone())))),
+        );
+        out.extend(
+            self.pods
+                .values()
+                .map(|p| Change::Applied(Object::Pod(Box::new(p.clone())))),
+        );
+        self.pdb_allowed.clear();
+        self.pods_dirty = true;
+        self.refresh_pdbs();
+        out.append(&mut self.queue);
+        out
+    }
+
+    fn write(&mut self, write: Write) -> impl Future<Output = Result<(), ClusterError>> + Send {
+        ready(self.apply_write(write))
+    }
+}
+
+impl SimCluster {
+    /// Starts the watch over: the next `changes()` lists every object (what a controller
+    /// sees when it starts or its watch is re-established).
+    pub fn resync(&mut self) {
+        self.resync = true;
+    }
+
+    /// True (once) when the controller wrote since the last call: the cluster has
+    /// reacting to do.
+    pub fn take_written(&mut self) -> bool {
+        std::mem::take(&mut self.written)
+    }
+
+    /// Writes the cluster accepted so far.
+    pub fn writes(&self) -> usize {
+        self.writes
+    }
+
+    /// Chaos: after `n` more accepted writes (counting from the start), every write
+    /// fails as if the API server were gone; `None` brings it back.
+    pub fn fail_writes_after(&mut self, n: Option<usize>) {
+        self.fail_after = n;
+    }
+
+    /// Writes refused by the simulated outage.
+    pub fn refused_writes(&self) -> usize {
+        self.refused
+    }
+
+    fn apply_write(&mut self, write: Write) -> Result<(), ClusterError> {
+        if self.fail_after.is_some_and(|n| self.writes >= n) {
+            self.refused += 1;
+            return Err(ClusterError::Api("simulated API server outage".into()));
+        }
+        let now = self.now;
+        self.written = true;
+        self.writes += 1;
+        match write {
+            Write::CreateNodeClaim(mut c) => {
+                c.finalizer = true;
+                self.nodeclaims.insert(c.name.clone(), (*c).clone());
+                self.emit(Change::Applied(Object::NodeClaim(c)));
+            }
+            Write::SetLaunched {
+                nodeclaim,
+                launched,
+            } => {
+                let c = self
+                    .nodeclaims
+                    .get_mut(&nodeclaim)
+                    .ok_or_else(|| not_found("NodeClaim", &nodeclaim))?;
+                c.launched = Some(*launched);
+                let c = c.clone();
+                self.emit(Change::Applied(Object::NodeClaim(Box::new(c))));
+            }
+            Write::DeleteNodeClaim { nodeclaim } => {
+                let c = self
+                    .nodeclaims
+                    .get_mut(&nodeclaim)
+                    .ok_or_else(|| not_found("NodeClaim", &nodeclaim))?;
+                if c.deleting.is_none() {
+                    c.deleting = Some(now);
+                    let c = c.clone();
+                    self.emit(Change::Applied(Object::NodeClaim(Box::new(c))));
+                }
+            }
+            Write::RemoveFinalizer { nodeclaim } => {
+                let c = self
+                    .nodeclaims
+                    .remove(&nodeclaim)
+                    .ok_or_else(|| not_found("NodeClaim", &nodeclaim))?;
+                self.emit(Change::Deleted(ObjectRef::NodeClaim(nodeclaim)));
+                if let Some(l) = &c.launched {
+                    self.registered.insert(l.provider_id.clone());
+                    let node = self
+                        .nodes
+                        .values()
+                        .find(|n| n.object.provider_id == l.provider_id)
+                        .map(|n| n.object.name.clone());
+                    if let Some(node) = node {
+                        self.remove_node(&node);
+                    }
+                }
+            }
+            Write::Taint { node, taint } => {
+                let n = self
+                    .nodes
+                    .get_mut(&node)
+                    .ok_or_else(|| not_found("Node", &node))?;
+                if !n
+                    .object
+                    .taints
+                    .iter()
+                    .any(|t| t.key == taint.key && t.effect == taint.effect)
+                {
+                    n.object.taints.push(taint);
+                    let obj = n.object.clone();
+                    self.schedule_dirty = true;
+                    self.emit(Change::Applied(Object::Node(Box::new(obj))));
+                }
+            }
+            Write::Untaint { node, taint } => {
+                let n = self
+                    .nodes
+                    .get_mut(&node)
+                    .ok_or_else(|| not_found("Node", &node))?;
+                let before = n.object.taints.len();
+                n.object
+                    .taints
+                    .retain(|t| t.key != taint.key || t.effect != taint.effect);
+                if n.object.taints.len() != before {
+                    let obj = n.object.clone();
+                    self.schedule_dirty = true;
+                    self.emit(Change::Applied(Object::Node(Box::new(obj))));
+                }
+            }
+            Write::Evict { pod } => {
+                let p = self
+                    .pods
+                    .get(&pod)
+                    .cloned()
+                    .ok_or_else(|| not_found("Pod", &pod.to_string()))?;
+                if let Some(pdb) = self.pdb_blocking(&p) {
+                    return Err(ClusterError::DisruptionBudget { pod, pdb });
+                }
+                self.delete_pod(&pod);
+            }
+            Write::DeletePod { pod } => {
+                if !self.pods.contains_key(&pod) {
+                    return Err(not_found("Pod", &pod.to_string()));
+                }
+                self.delete_pod(&pod);
+            }
+        }
+        Ok(())
+    }
+
+    /// Deletes a Node and, as the pod garbage collector does, every pod bound to it.
+    fn remove_node(&mut self, node: &str) {
+        if self.nodes.remove(node).is_none() {
+            return;
+        }
+        self.schedule_dirty = true;
+        self.emit(Change::Deleted(ObjectRef::Node(node.to_string())));
+        let bound: Vec<PodKey> = self
+            .pods
+            .values()
+            .filter(|p| p.node_name.as_deref() == Some(node))
+            .map(|p| p.key.clone())
+            .collect();
+        for k in bound {
+            self.delete_pod(&k);
+        }
+    }
+}
+
+fn not_found(kind: &str, name: &str) -> ClusterError {
+    ClusterError::NotFound {
+        what: format!("{kind} {name}"),
+    }
+}
