@@ -37,6 +37,9 @@ pub struct DisruptionController {
     pub gate: Gate,
     pub orchestrator: Orchestrator,
     pub spot_to_spot: bool,
+    /// Evaluate and explain every node each pass (a console is watching); otherwise
+    /// passes stop at the first command, as upstream's do.
+    pub explain: bool,
     pub journal: Option<Journal>,
     pub metrics: Metrics,
     /// The latest pass: outcomes, budgets, eligible counts for the console.
@@ -44,6 +47,9 @@ pub struct DisruptionController {
     /// Journal writes that failed for controller entries (operator entries fail the action
     /// instead), newest last.
     pub journal_errors: Vec<String>,
+    /// Everything journaled since the owner last took it, with the command of proposals:
+    /// the controller turns these into events.
+    pub outbox: Vec<(Entry, Option<Command>)>,
 }
 
 fn entry(action: Action, actor: &str, now: DateTime<Utc>) -> Entry {
@@ -85,10 +91,12 @@ impl DisruptionController {
             gate: Gate::new(policy),
             orchestrator: Orchestrator::new(),
             spot_to_spot: false,
+            explain: true,
             journal,
             metrics: Metrics::new(),
             last_pass: None,
             journal_errors: Vec::new(),
+            outbox: Vec::new(),
         }
     }
 
@@ -96,29 +104,54 @@ impl DisruptionController {
         Options {
             spot_to_spot: self.spot_to_spot,
             held: Default::default(),
+            fast: !self.explain,
         }
     }
 
     /// Journals a controller step; a failure is remembered, not fatal.
     fn note(&mut self, e: Entry) {
+        self.note_with(e, None);
+    }
+
+    fn note_with(&mut self, e: Entry, command: Option<Command>) {
         if let Some(j) = self.journal.as_mut()
             && let Err(err) = j.record(&e)
         {
             tracing::warn!("{err}");
             self.journal_errors.push(err.to_string());
         }
+        self.outbox.push((e, command));
     }
 
     /// Journals an operator action; the action happens only if this succeeds.
     fn note_operator(&mut self, e: Entry) -> Result<(), JournalError> {
-        match self.journal.as_mut() {
-            Some(j) => j.record(&e),
-            None => Ok(()),
+        if let Some(j) = self.journal.as_mut() {
+            j.record(&e)?;
         }
+        self.outbox.push((e, None));
+        Ok(())
     }
 
-    /// One disruption poll at `now`. Returns the changes to make to the cluster.
+    /// One disruption poll at `now`: withdraw stale decisions, run a pass, propose, run
+    /// what may run, advance what is in flight. Returns the changes to make to the cluster.
     pub fn tick(&mut self, state: &ClusterState, now: DateTime<Utc>) -> Vec<Effect> {
+        self.poll(state, now, true)
+    }
+
+    /// A poll without a new pass (the cluster has not changed since the last one, as
+    /// upstream skips consolidation while the cluster is "consolidated"): run what may
+    /// run and advance what is in flight.
+    pub fn advance(&mut self, state: &ClusterState, now: DateTime<Utc>) -> Vec<Effect> {
+        self.poll(state, now, false)
+    }
+
+    fn poll(&mut self, state: &ClusterState, now: DateTime<Utc>, pass: bool) -> Vec<Effect> {
+        if !pass {
+            let mut effects = self.run_due(state, now);
+            effects.extend(self.advance_in_flight(state, now));
+            self.metrics.set_pending(self.gate.pending().count());
+            return effects;
+        }
         let options = self.options();
         // 1. Withdraw what went stale while waiting.
         let pending: Vec<(u64, Command)> = self
@@ -158,11 +191,34 @@ impl DisruptionController {
                 let detail = format!("policy {}", d.policy);
                 let e =
                     decision_entry(Action::Proposed, CONTROLLER, d.id, &d.command, &detail, now);
-                self.note(e);
+                let cmd = d.command.clone();
+                self.note_with(e, Some(cmd));
             }
         }
 
         // 4. Run what may run.
+        let mut effects = self.run_due(state, now);
+        // 5. Advance the commands in flight.
+        effects.extend(self.advance_in_flight(state, now));
+
+        // The console reads outcomes from the pass: nodes the gate or the orchestrator now
+        // holds show that, not the pass's verdict from before the gate saw it.
+        let mut pass = pass;
+        let mut held = self.gate.held(now);
+        held.extend(self.orchestrator.in_flight());
+        for (node, why) in held {
+            if let Some(o) = pass.outcomes.get_mut(&node) {
+                *o = disruption::Outcome::Blocked(disruption::Block::Held { why });
+            }
+        }
+        self.metrics.observe_pass(&pass);
+        self.metrics.set_pending(self.gate.pending().count());
+        self.last_pass = Some(pass);
+        effects
+    }
+
+    fn run_due(&mut self, state: &ClusterState, now: DateTime<Utc>) -> Vec<Effect> {
+        let options = self.options();
         let mut effects = Vec::new();
         for id in self.gate.due() {
             let Ok(d) = self.gate.take(id) else { continue };
@@ -181,13 +237,17 @@ impl DisruptionController {
             }
         }
 
-        // 5. Advance the commands in flight.
+        effects
+    }
+
+    fn advance_in_flight(&mut self, state: &ClusterState, now: DateTime<Utc>) -> Vec<Effect> {
         let before: Vec<u64> = self.orchestrator.running().iter().map(|e| e.id).collect();
-        effects.extend(self.orchestrator.poll(state, now));
+        let effects = self.orchestrator.poll(state, now);
         let done: Vec<(u64, Command, Phase)> = self
             .orchestrator
             .finished()
             .filter(|e| before.contains(&e.id))
+            .filter(|e| !self.orchestrator.running().iter().any(|r| r.id == e.id))
             .map(|e| (e.id, e.command.clone(), e.phase.clone()))
             .collect();
         for (id, cmd, phase) in done {
@@ -197,20 +257,6 @@ impl DisruptionController {
             };
             self.note(decision_entry(action, CONTROLLER, id, &cmd, &detail, now));
         }
-
-        // The console reads outcomes from the pass: nodes the gate or the orchestrator now
-        // holds show that, not the pass's verdict from before the gate saw it.
-        let mut pass = pass;
-        let mut held = self.gate.held(now);
-        held.extend(self.orchestrator.in_flight());
-        for (node, why) in held {
-            if let Some(o) = pass.outcomes.get_mut(&node) {
-                *o = disruption::Outcome::Blocked(disruption::Block::Held { why });
-            }
-        }
-        self.metrics.observe_pass(&pass);
-        self.metrics.set_pending(self.gate.pending().count());
-        self.last_pass = Some(pass);
         effects
     }
 

@@ -3,7 +3,10 @@
 //! when they run and records what happened.
 
 pub mod approvals;
+pub mod clock;
+pub mod controller;
 pub mod disruption;
+pub mod events;
 pub mod journal;
 pub mod metrics;
 pub mod orchestration;

@@ -1,0 +1,87 @@
+//! Provisioning when a batch closes: the scheduler's plan for the pods that need a home
+//! becomes nominations (pods placed on existing or in-flight nodes) and new NodeClaims,
+//! created and launched at once.
+
+use chrono::{DateTime, Utc};
+
+use super::Controller;
+use super::lifecycle::nodeclaim_for;
+use crate::cloud::CloudProvider;
+use crate::cluster::Cluster;
+use crate::control::events::EventKind;
+use crate::engine::disruption::SimInput;
+use crate::engine::scheduling::solve;
+
+impl<C: Cluster, P: CloudProvider> Controller<C, P> {
+    pub(super) async fn provision(&mut self, now: DateTime<Utc>) {
+        let state = std::sync::Arc::clone(&self.state);
+        let pods = crate::engine::disruption::pending_pods(&state);
+        if pods.is_empty() {
+            return;
+        }
+        let pods_by_node = state.pods_by_node();
+        let sim = SimInput::new(&state, &pods_by_node);
+        let results = solve(&sim.input, &pods);
+        let pools: Vec<_> = results
+            .new_nodeclaims
+            .iter()
+            .map(|c| state.nodepools.get(&c.nodepool).cloned())
+            .collect();
+        // Nothing may share the state while it changes below: a shared state is copied
+        // whole on the first write.
+        drop(sim);
+        drop(pods);
+        drop(state);
+
+        for n in &results.nominations {
+            self.nominate(&n.node, now);
+            for pod in &n.pods {
+                if self.nominated.get(pod) != Some(&n.node) {
+                    self.nominated.insert(pod.clone(), n.node.clone());
+                    self.emit(EventKind::PodNominated {
+                        pod: pod.clone(),
+                        node: n.node.clone(),
+                    });
+                }
+            }
+        }
+        for (claim, pool) in results.new_nodeclaims.iter().zip(pools) {
+            let Some(pool) = pool else {
+                continue;
+            };
+            let name = self.claim_name(&claim.nodepool);
+            let types: Vec<String> = claim
+                .instance_types
+                .iter()
+                .map(|t| t.name.clone())
+                .collect();
+            let object = nodeclaim_for(
+                &name,
+                &pool,
+                &claim.requirements,
+                &types,
+                claim.requests.clone(),
+                now,
+            );
+            self.create_and_launch(object, "provisioning", now).await;
+            if !self
+                .nodeclaims
+                .get(&name)
+                .is_some_and(|c| c.launched.is_some())
+            {
+                continue;
+            }
+            self.nominate(&name, now);
+            for pod in &claim.pods {
+                self.nominated.insert(pod.clone(), name.clone());
+                self.emit(EventKind::PodNominated {
+                    pod: pod.clone(),
+                    node: name.clone(),
+                });
+            }
+        }
+        for (pod, why) in &results.errors {
+            tracing::debug!("{pod} stays pending: {why}");
+        }
+    }
+}

@@ -1,0 +1,86 @@
+//! The immutable picture of the controller the console renders: published after every
+//! change on a `watch` channel, shared by `Arc`, never locked.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+
+use super::Controller;
+use crate::cloud::CloudProvider;
+use crate::cluster::Cluster;
+use crate::control::approvals::{Decision, Scope};
+use crate::control::events::Event;
+use crate::control::orchestration::Execution;
+use crate::engine::disruption::{Outcome, PoolBudgets};
+use crate::engine::state::ClusterState;
+
+/// Everything the console shows, at one moment.
+#[derive(Clone, Debug)]
+pub struct Snapshot {
+    pub at: DateTime<Utc>,
+    /// Bumped on every change the controller applied.
+    pub generation: u64,
+    /// NodePools, nodes, pods, PDBs: shared with the controller until it next changes.
+    pub state: Arc<ClusterState>,
+    /// Decisions waiting for approval (or for a pause to lift).
+    pub pending: Vec<Decision>,
+    /// Commands in flight.
+    pub running: Vec<Execution>,
+    /// Recently finished commands, newest first.
+    pub finished: Vec<Execution>,
+    pub pauses: Vec<Scope>,
+    /// Budgets per pool at the last pass.
+    pub budgets: Vec<PoolBudgets>,
+    /// Why each node is or is not being disrupted, as of the last pass.
+    pub outcomes: BTreeMap<String, Outcome>,
+    /// Recent events, oldest first.
+    pub events: Vec<Event>,
+}
+
+impl Snapshot {
+    pub fn empty(at: DateTime<Utc>) -> Snapshot {
+        Snapshot {
+            at,
+            generation: 0,
+            state: Arc::new(ClusterState::default()),
+            pending: Vec::new(),
+            running: Vec::new(),
+            finished: Vec::new(),
+            pauses: Vec::new(),
+            budgets: Vec::new(),
+            outcomes: BTreeMap::new(),
+            events: Vec::new(),
+        }
+    }
+}
+
+impl<C: Cluster, P: CloudProvider> Controller<C, P> {
+    /// Builds the snapshot of this moment.
+    pub fn snapshot(&self) -> Snapshot {
+        let d = &self.disruption;
+        let pass = d.last_pass.as_ref();
+        Snapshot {
+            at: self.now(),
+            generation: self.generation,
+            state: Arc::clone(&self.state),
+            pending: d.gate.pending().cloned().collect(),
+            running: d.orchestrator.running().to_vec(),
+            finished: d.orchestrator.finished().cloned().collect(),
+            pauses: d.gate.pauses().to_vec(),
+            budgets: pass.map(|p| p.budgets.clone()).unwrap_or_default(),
+            outcomes: pass.map(|p| p.outcomes.clone()).unwrap_or_default(),
+            events: self.recent.iter().cloned().collect(),
+        }
+    }
+
+    /// Publishes a snapshot if something changed since the last one and anyone listens.
+    pub(super) fn publish(&mut self, _now: DateTime<Utc>) {
+        if self.snapshot_tx.receiver_count() == 0 || self.published == self.changes {
+            return;
+        }
+        self.published = self.changes;
+        let s = Arc::new(self.snapshot());
+        self.snapshot_tx.send_replace(s);
+    }
+}
