@@ -7,15 +7,31 @@ use clap::{Parser, Subcommand};
 
 /// karpenter-tui: a terminal console for Kubernetes node autoscaling (Karpenter v1).
 ///
-/// Without a subcommand it will open the console on an embedded simulated cluster; until
-/// the console is built it says so and exits with status 2. The subcommands check, convert
-/// and install Karpenter manifests, and measure the engine.
+/// Without a subcommand it runs the autoscaler on an embedded simulated cluster (the
+/// built-in demo scenario, or --scenario) in real time and shows what happens, live. The
+/// subcommands simulate scenarios headless, check, convert and install Karpenter
+/// manifests, and measure the engine.
 #[derive(Parser, Debug)]
 #[command(name = "karpenter-tui", version, about, long_about)]
 pub struct Cli {
     /// Log filter (tracing syntax, e.g. "info" or "karpenter_tui=debug").
     #[arg(long, global = true, env = "KARPENTER_TUI_LOG", default_value = "warn")]
     pub log_level: String,
+
+    /// Speed of the embedded cluster's clock: 1 is real time, 10 runs ten simulated
+    /// seconds per second.
+    #[arg(long, default_value_t = 1.0, value_name = "X")]
+    pub speed: f64,
+
+    /// Scenario to run instead of the built-in demo (see docs/scenarios.md).
+    #[arg(long, value_name = "FILE")]
+    pub scenario: Option<PathBuf>,
+
+    /// Approval policy for disruption decisions: auto (every decision runs on its own),
+    /// manual (every decision waits for an operator), or default (the scenario's rules,
+    /// else: Underutilized and Drifted wait, Empty and Expired run).
+    #[arg(long, value_enum, default_value_t = Approve::Default, global = true)]
+    pub approve: Approve,
 
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -49,9 +65,47 @@ pub enum Command {
         #[arg(short = 'f', long = "file", value_name = "FILE|-")]
         file: PathBuf,
     },
+    /// Run a scenario headless on a virtual clock, as fast as the CPU allows, printing one
+    /// JSON object per line per event (the format is documented in docs/simulate.md).
+    ///
+    /// A bad scenario fails before the run starts, with FILE:LINE: field.path: message.
+    Simulate {
+        /// Scenario file (see docs/scenarios.md; examples/demo.yaml is the built-in demo).
+        scenario: PathBuf,
+        /// Simulated time to run, as a duration (90s, 10m, 24h); the scenario's duration
+        /// when not given.
+        #[arg(long, value_name = "DURATION")]
+        until: Option<String>,
+        /// Seed of every random choice; the scenario's when not given. The same file and
+        /// seed give the same output.
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Append the disruption journal (JSON lines) to this file.
+        #[arg(long, value_name = "PATH")]
+        journal: Option<PathBuf>,
+    },
     /// Measure the engine (release builds only give meaningful figures).
     #[command(subcommand)]
     Bench(Bench),
+}
+
+/// `--approve`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Approve {
+    Auto,
+    Manual,
+    Default,
+}
+
+impl Approve {
+    /// The approval rules it stands for; None keeps the scenario's.
+    pub fn rules(self) -> Option<Vec<String>> {
+        match self {
+            Approve::Auto => Some(vec!["auto".into()]),
+            Approve::Manual => Some(vec!["manual".into()]),
+            Approve::Default => None,
+        }
+    }
 }
 
 /// What to measure.
@@ -92,6 +146,17 @@ pub enum Bench {
         seed: u64,
         /// Passes; the fastest is reported.
         #[arg(long, default_value_t = 3)]
+        repeat: usize,
+    },
+    /// The cost of publishing a controller snapshot: building it, and the copy-on-write
+    /// of the cluster state on the first change after it (what a console holding the
+    /// snapshot costs the controller).
+    Snapshot {
+        #[arg(long, default_value_t = 5000)]
+        nodes: usize,
+        #[arg(long, default_value_t = 50000)]
+        pods: usize,
+        #[arg(long, default_value_t = 5)]
         repeat: usize,
     },
 }

@@ -3,5 +3,8 @@
 
 pub mod api;
 pub mod bench;
+pub mod cloud;
+pub mod cluster;
 pub mod control;
 pub mod engine;
+pub mod simulation;

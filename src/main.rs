@@ -12,17 +12,28 @@ use karpenter_tui::api::manifest::{self, Diagnostic, Object};
 use karpenter_tui::api::{crds, migrate, validation};
 
 use cli::{Bench, Cli, Command};
+use karpenter_tui::cluster::scenario::{self, Scenario};
+use karpenter_tui::simulation::{self, Pace, Simulation};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(&cli.log_level);
     match cli.command {
-        None => {
-            eprintln!(
-                "karpenter-tui: the console is not built yet. Available now: `validate`, `crds`, `migrate` (see --help)."
-            );
-            ExitCode::from(2)
-        }
+        None => run_demo(cli.scenario.as_deref(), cli.speed, cli.approve.rules()),
+        Some(Command::Simulate {
+            scenario,
+            until,
+            seed,
+            journal,
+        }) => run_simulate(
+            &scenario,
+            until.as_deref(),
+            simulation::Options {
+                seed,
+                approval: cli.approve.rules(),
+                journal,
+            },
+        ),
         Some(Command::Validate { files }) => run_validate(&files),
         Some(Command::Crds) => {
             print_stdout(&crds::crds_yaml());
@@ -281,5 +292,140 @@ fn run_bench(b: Bench) -> ExitCode {
             }
             ExitCode::SUCCESS
         }
+        Bench::Snapshot {
+            nodes,
+            pods,
+            repeat,
+        } => {
+            let f = karpenter_tui::bench::snapshot::run(nodes, pods, repeat);
+            println!("{f}");
+            ExitCode::SUCCESS
+        }
     }
+}
+
+/// Reads and checks a scenario, printing every problem as FILE:LINE: path: message.
+fn load_scenario(path: Option<&Path>) -> Result<Scenario, ExitCode> {
+    let (source, text) = match path {
+        None => ("demo".to_string(), scenario::DEMO.to_string()),
+        Some(p) => read_input(p).map_err(|msg| {
+            eprintln!("{msg}");
+            ExitCode::FAILURE
+        })?,
+    };
+    scenario::parse(&source, &text).map_err(|errors| {
+        for e in &errors {
+            eprintln!("{e}");
+        }
+        ExitCode::FAILURE
+    })
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            eprintln!("karpenter-tui: cannot start the async runtime: {e}");
+            ExitCode::FAILURE
+        })
+}
+
+fn run_simulate(path: &Path, until: Option<&str>, options: simulation::Options) -> ExitCode {
+    let scenario = match load_scenario(Some(path)) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let until = match until.map(|u| scenario::spec_duration(u)) {
+        None => scenario.duration,
+        Some(Ok(d)) => d,
+        Some(Err(e)) => {
+            eprintln!("--until: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut sim = match Simulation::new(&scenario, &options, Pace::Virtual) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{}: {e}", path.display());
+            return ExitCode::FAILURE;
+        }
+    };
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(code) => return code,
+    };
+    let out = std::io::stdout().lock();
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, out);
+    let mut closed = false;
+    let mut write = |e: &karpenter_tui::control::events::Event| {
+        if closed {
+            return;
+        }
+        let line = serde_json::to_string(e).unwrap_or_default();
+        if writeln!(out, "{line}").is_err() {
+            // `| head`: the reader has seen enough.
+            closed = true;
+        }
+    };
+    let end = sim.start() + until;
+    rt.block_on(sim.run_until(end, &mut write));
+    write(&sim.summary());
+    drop(write);
+    let st = sim.controller.stats();
+    tracing::info!(
+        "{} disruption passes in {:.2} s, {} provisioning rounds in {:.2} s",
+        st.passes,
+        st.pass_seconds,
+        st.provisioning_rounds,
+        st.provisioning_seconds
+    );
+    let _ = out.flush();
+    ExitCode::SUCCESS
+}
+
+/// The default run: the embedded cluster in real time (times `speed`), every event as a
+/// line, until Ctrl-C. The console (issue 6) replaces the log with live views.
+fn run_demo(path: Option<&Path>, speed: f64, approval: Option<Vec<String>>) -> ExitCode {
+    let scenario = match load_scenario(path) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let options = simulation::Options {
+        approval,
+        ..Default::default()
+    };
+    let mut sim = match Simulation::new(&scenario, &options, Pace::RealTime { speed }) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("karpenter-tui: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(code) => return code,
+    };
+    println!(
+        "karpenter-tui: scenario {:?} on the embedded cluster at {speed}x real time; Ctrl-C stops.",
+        scenario.name
+    );
+    rt.block_on(async {
+        let stop = tokio::signal::ctrl_c();
+        tokio::pin!(stop);
+        loop {
+            for e in sim.step().await {
+                let minutes = (e.t / 60.0).floor();
+                let line = format!("{:>3}:{:04.1}  {}\n", minutes, e.t - minutes * 60.0, e.kind);
+                print_stdout(&line);
+            }
+            let next = sim.next_time();
+            tokio::select! {
+                _ = &mut stop => break,
+                _ = sim.wait_until(next) => {}
+            }
+        }
+    });
+    print_stdout(&format!("{}\n", sim.summary().kind));
+    ExitCode::SUCCESS
 }

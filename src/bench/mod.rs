@@ -4,3 +4,4 @@
 
 pub mod disruption;
 pub mod scheduling;
+pub mod snapshot;

@@ -1,0 +1,153 @@
+//! `bench snapshot`: what publishing a controller snapshot costs at scale. A scenario
+//! with one Deployment of M pods sized ten to an m5.2xlarge is simulated until every pod
+//! runs (about M/10 nodes), then two things are timed: building the snapshot (what the
+//! controller does after a change when a console listens), and copying the cluster state
+//! (what the controller's next change costs while a console still holds the snapshot:
+//! the state is shared copy-on-write).
+
+use std::fmt;
+use std::time::Instant;
+
+use chrono::TimeDelta;
+
+use crate::cluster::scenario;
+use crate::simulation::{Options, Pace, Simulation};
+
+/// The figures.
+#[derive(Clone, Debug)]
+pub struct Figures {
+    pub nodes: usize,
+    pub pods: usize,
+    /// Wall time to simulate the cluster into existence.
+    pub setup_seconds: f64,
+    /// Building one snapshot (best of the repeats).
+    pub snapshot_seconds: f64,
+    /// Copying the state on the first change after a publish (best of the repeats).
+    pub copy_on_write_seconds: f64,
+    /// Peak resident memory of the process (VmHWM), if the OS reports it.
+    pub peak_rss_mib: Option<f64>,
+}
+
+impl fmt::Display for Figures {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} nodes, {} pods (simulated into place in {:.1} s): snapshot {:.3} ms, copy-on-write of the state {:.1} ms",
+            self.nodes,
+            self.pods,
+            self.setup_seconds,
+            self.snapshot_seconds * 1000.0,
+            self.copy_on_write_seconds * 1000.0
+        )?;
+        if let Some(m) = self.peak_rss_mib {
+            write!(f, ", peak RSS {m:.0} MiB")?;
+        }
+        Ok(())
+    }
+}
+
+/// The scenario: one pool of m5.2xlarge on-demand, `pods` pods of 750m / 2Gi.
+pub fn scenario_text(pods: usize) -> String {
+    format!(
+        r#"apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {{name: default}}
+spec:
+  template:
+    spec:
+      nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}
+      requirements:
+        - {{key: node.kubernetes.io/instance-type, operator: In, values: [m5.2xlarge]}}
+        - {{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}}
+  disruption: {{consolidationPolicy: WhenEmpty, consolidateAfter: Never}}
+---
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {{name: default}}
+spec:
+  role: KarpenterNodeRole
+  amiSelectorTerms: [{{alias: al2023@latest}}]
+  subnetSelectorTerms: [{{tags: {{karpenter.sh/discovery: bench}}}}]
+  securityGroupSelectorTerms: [{{tags: {{karpenter.sh/discovery: bench}}}}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: app}}
+spec:
+  replicas: {pods}
+  selector: {{matchLabels: {{app: app}}}}
+  template:
+    metadata: {{labels: {{app: app}}}}
+    spec:
+      containers:
+        - name: app
+          image: app
+          resources: {{requests: {{cpu: 750m, memory: 2Gi}}}}
+---
+apiVersion: karpenter-tui.dev/v1alpha1
+kind: Scenario
+metadata: {{name: snapshot-bench}}
+spec:
+  cloud: {{instanceTypes: [m5.2xlarge]}}
+"#
+    )
+}
+
+/// Peak resident set size of this process, from /proc (Linux).
+pub fn peak_rss_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
+}
+
+pub fn run(nodes: usize, pods: usize, repeat: usize) -> Figures {
+    let _ = nodes; // the node count follows from the pods: ten per node
+    let text = scenario_text(pods);
+    let scenario = match scenario::parse("snapshot-bench", &text) {
+        Ok(s) => s,
+        Err(e) => panic!("the generated benchmark scenario is invalid: {e:?}"),
+    };
+    let options = Options {
+        approval: Some(vec!["manual".into()]),
+        ..Default::default()
+    };
+    let Ok(mut sim) = Simulation::new(&scenario, &options, Pace::Virtual) else {
+        panic!("the benchmark simulation did not start");
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a current-thread runtime starts");
+    let began = Instant::now();
+    let mut at = sim.start();
+    // Until every pod runs (or an hour of simulated time).
+    for _ in 0..60 {
+        at += TimeDelta::minutes(1);
+        rt.block_on(sim.run_until(at, |_| {}));
+        let s = sim.controller.state();
+        if s.pods.len() >= pods && s.pods.iter().all(|p| p.node_name.is_some()) {
+            break;
+        }
+    }
+    let setup_seconds = began.elapsed().as_secs_f64();
+    let mut snapshot_seconds = f64::INFINITY;
+    let mut copy_on_write_seconds = f64::INFINITY;
+    for _ in 0..repeat.max(1) {
+        let t = Instant::now();
+        let snap = std::hint::black_box(sim.controller.snapshot());
+        snapshot_seconds = snapshot_seconds.min(t.elapsed().as_secs_f64());
+        let t = Instant::now();
+        let copy = std::hint::black_box((*snap.state).clone());
+        copy_on_write_seconds = copy_on_write_seconds.min(t.elapsed().as_secs_f64());
+        drop(copy);
+    }
+    let state = sim.controller.state();
+    Figures {
+        nodes: state.nodes.len(),
+        pods: state.pods.len(),
+        setup_seconds,
+        snapshot_seconds,
+        copy_on_write_seconds,
+        peak_rss_mib: peak_rss_mib(),
+    }
+}

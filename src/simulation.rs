@@ -1,0 +1,387 @@
+//! Wiring for the embedded world: a scenario's simulated cluster and cloud, the real
+//! controller over them, and the clock that moves time, either virtual (`simulate`: as
+//! fast as the CPU allows) or scaled wall-clock time (the demo at `--speed`). Between
+//! controller rounds the driver plays the scenario's timeline and lets the cluster and the
+//! cloud move on their own (instances boot, kubelets register, workloads converge).
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use chrono::{DateTime, TimeDelta, Utc};
+
+use crate::cloud::sim::SimCloud;
+use crate::cluster::scenario::timeline::{OperatorAction, patch_nodepool};
+use crate::cluster::scenario::{Action, Scenario, TimedAction};
+use crate::cluster::sim::SimCluster;
+use crate::cluster::sim::workloads::Replicas;
+use crate::control::approvals::{PolicyTable, Rule};
+use crate::control::clock::{Clock, ScaledClock, VirtualClock};
+use crate::control::controller::{Controller, Settings};
+use crate::control::events::{Event, EventKind};
+use crate::control::journal::Journal;
+use crate::engine::catalog::Catalog;
+use crate::engine::selector::Selector;
+
+/// The actor name scenario timeline operator actions are journaled under.
+pub const SCENARIO_OPERATOR: &str = "scenario";
+
+/// How time moves.
+#[derive(Clone, Debug)]
+pub enum Pace {
+    /// Jump from one event to the next.
+    Virtual,
+    /// Wall-clock time, `speed` times faster.
+    RealTime { speed: f64 },
+}
+
+/// Knobs the command line adds to a scenario.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    pub seed: Option<u64>,
+    /// Approval rules replacing the scenario's (`auto`, `manual`, ...).
+    pub approval: Option<Vec<String>>,
+    pub journal: Option<std::path::PathBuf>,
+}
+
+enum Timekeeper {
+    Virtual(VirtualClock),
+    Scaled(ScaledClock),
+}
+
+/// A running simulation.
+pub struct Simulation {
+    pub controller: Controller<SimCluster, SimCloud>,
+    clock: Timekeeper,
+    shared_clock: Arc<dyn Clock>,
+    start: DateTime<Utc>,
+    timeline: VecDeque<TimedAction>,
+    policy: PolicyTable,
+    seed: u64,
+    journal: Option<std::path::PathBuf>,
+}
+
+impl Simulation {
+    /// Builds the world a scenario describes. Fails on bad options (approval rules, an
+    /// unwritable journal), never on the scenario, which `scenario::parse` checked.
+    pub fn new(scenario: &Scenario, options: &Options, pace: Pace) -> Result<Simulation, String> {
+        let seed = options.seed.unwrap_or(scenario.seed);
+        let start = scenario.start;
+        let (clock, shared): (Timekeeper, Arc<dyn Clock>) = match pace {
+            Pace::Virtual => {
+                let c = VirtualClock::new(start);
+                (Timekeeper::Virtual(c.clone()), Arc::new(c))
+            }
+            Pace::RealTime { speed } => {
+                let c = ScaledClock::new(start, speed);
+                (Timekeeper::Scaled(c.clone()), Arc::new(c))
+            }
+        };
+        let mut catalog = Catalog::builtin();
+        if !scenario.instance_types.is_empty() {
+            catalog
+                .instance_types
+                .retain(|t| scenario.instance_types.contains(&t.name));
+        }
+        let mut cloud = SimCloud::new(&catalog, Arc::clone(&shared), seed);
+        cloud.launch_latency = scenario.launch_latency;
+        let mut cluster = SimCluster::new(start, scenario.settings.clone(), seed);
+        for p in &scenario.nodepools {
+            cluster.apply_nodepool(p.clone());
+        }
+        for d in &scenario.daemonsets {
+            cluster.add_daemonset(d.clone());
+        }
+        for p in &scenario.pdbs {
+            cluster.add_pdb(p.clone());
+        }
+        for d in &scenario.deployments {
+            cluster.add_deployment(d.clone());
+        }
+        for j in &scenario.jobs {
+            cluster.add_job(j.clone());
+        }
+        for p in &scenario.pods {
+            cluster.add_pod(p.clone());
+        }
+        let rules = options.approval.as_ref().unwrap_or(&scenario.approval);
+        let rules = rules
+            .iter()
+            .map(|r| Rule::parse(r).map_err(|e| format!("approval rule {r:?}: {e}")))
+            .collect::<Result<Vec<_>, _>>()?;
+        let journal = match &options.journal {
+            Some(p) => Some(Journal::open(p).map_err(|e| e.to_string())?),
+            None => None,
+        };
+        let policy = PolicyTable {
+            rules,
+            ..PolicyTable::default()
+        };
+        let controller = Controller::new(
+            cluster,
+            cloud,
+            Arc::clone(&shared),
+            Settings {
+                policy: policy.clone(),
+                spot_to_spot: false,
+                journal,
+                start,
+                seed,
+            },
+        );
+        Ok(Simulation {
+            controller,
+            clock,
+            shared_clock: shared,
+            start,
+            timeline: scenario.timeline.iter().cloned().collect(),
+            policy,
+            seed,
+            journal: options.journal.clone(),
+        })
+    }
+
+    /// Stops the controller and starts a new one from what the cluster and the cloud
+    /// hold, as a crashed or redeployed controller process would: everything it kept
+    /// only in memory (pending decisions, commands in flight, caches) is gone.
+    pub fn restart_controller(&mut self) -> Result<(), String> {
+        let journal = match &self.journal {
+            Some(p) => Some(Journal::open(p).map_err(|e| e.to_string())?),
+            None => None,
+        };
+        let settings = Settings {
+            policy: self.policy.clone(),
+            spot_to_spot: false,
+            journal,
+            start: self.start,
+            seed: self.seed.wrapping_add(1),
+        };
+        // The new process needs the cluster and the cloud; a placeholder takes the old
+        // controller's place for the instant in between.
+        let placeholder = Controller::new(
+            SimCluster::new(self.start, Default::default(), 0),
+            SimCloud::new(&Catalog::default(), Arc::clone(&self.shared_clock), 0),
+            Arc::clone(&self.shared_clock),
+            Settings {
+                policy: PolicyTable::default(),
+                spot_to_spot: false,
+                journal: None,
+                start: self.start,
+                seed: 0,
+            },
+        );
+        let old = std::mem::replace(&mut self.controller, placeholder);
+        let (mut cluster, cloud) = old.into_parts();
+        cluster.resync();
+        self.controller = Controller::new(cluster, cloud, Arc::clone(&self.shared_clock), settings);
+        Ok(())
+    }
+
+    pub fn now(&self) -> DateTime<Utc> {
+        match &self.clock {
+            Timekeeper::Virtual(c) => c.now(),
+            Timekeeper::Scaled(c) => c.now(),
+        }
+    }
+
+    pub fn start(&self) -> DateTime<Utc> {
+        self.start
+    }
+
+    /// One round at the current time: timeline entries that are due, the cloud and the
+    /// cluster moving on, then the controller. Returns the events of the round.
+    pub async fn step(&mut self) -> Vec<Event> {
+        let now = self.now();
+        while self
+            .timeline
+            .front()
+            .is_some_and(|t| self.start + t.at <= now)
+        {
+            if let Some(t) = self.timeline.pop_front() {
+                self.play(t.action).await;
+            }
+        }
+        let (cluster, cloud) = self.controller.parts_mut();
+        for gone in cloud.reclaim(now) {
+            cluster.instance_gone(&gone.provider_id);
+        }
+        cluster.advance(now, cloud.instances());
+        self.controller.reconcile().await;
+        self.controller.take_events()
+    }
+
+    /// When the next round has something to do. At least 1 s ahead: the cluster reacts
+    /// to the controller's writes in the next round, as a real one does a moment later.
+    pub fn next_time(&mut self) -> DateTime<Utc> {
+        let now = self.now();
+        let mut t = self.controller.next_wake();
+        let (cluster, cloud) = self.controller.parts_mut();
+        if let Some(c) = cluster.next_event(cloud.instances()) {
+            t = t.min(c);
+        }
+        if let Some(c) = cloud.next_event(now) {
+            t = t.min(c);
+        }
+        if cluster.take_written() {
+            t = t.min(now);
+        }
+        if let Some(a) = self.timeline.front() {
+            t = t.min(self.start + a.at);
+        }
+        t.max(now + TimeDelta::seconds(1))
+    }
+
+    /// Moves a virtual clock to `t` (a scaled clock moves by itself: this waits instead).
+    pub async fn wait_until(&self, t: DateTime<Utc>) {
+        match &self.clock {
+            Timekeeper::Virtual(c) => c.set(t),
+            Timekeeper::Scaled(c) => tokio::time::sleep(c.real_until(t)).await,
+        }
+    }
+
+    /// Runs until `until` (virtual time), handing every event to `sink`.
+    pub async fn run_until(&mut self, until: DateTime<Utc>, mut sink: impl FnMut(&Event)) {
+        loop {
+            for e in self.step().await {
+                sink(&e);
+            }
+            let next = self.next_time();
+            if next > until {
+                break;
+            }
+            self.wait_until(next).await;
+        }
+        self.wait_until(until).await;
+        for e in self.step().await {
+            sink(&e);
+        }
+    }
+
+    /// The closing figures of a run.
+    pub fn summary(&self) -> Event {
+        let state = self.controller.state();
+        let pods = state.pods.iter().filter(|p| !p.is_daemonset()).count();
+        let pending = state.pods.iter().filter(|p| p.node_name.is_none()).count();
+        let nodes = state.nodes.iter().filter(|n| !n.deleting).count();
+        let cost: f64 = state.nodes.iter().map(|n| n.price).sum();
+        let stats = self.controller.stats();
+        Event {
+            t: (self.now() - self.start).num_milliseconds() as f64 / 1000.0,
+            kind: EventKind::Summary {
+                nodes,
+                pods,
+                pods_pending: pending,
+                cost_per_hour: (cost * 10_000.0).round() / 10_000.0,
+                disruptions: stats.disruptions.clone(),
+                nodeclaims_created: stats.nodeclaims_created,
+            },
+        }
+    }
+
+    async fn play(&mut self, action: Action) {
+        let result = match action {
+            Action::Operator(op) => self.operate(op).await,
+            other => self.world(other),
+        };
+        if let Err(message) = result {
+            self.controller.record_error(format!("timeline: {message}"));
+        }
+    }
+
+    /// Timeline entries that act on the cluster or the cloud.
+    fn world(&mut self, action: Action) -> Result<(), String> {
+        let (cluster, cloud) = self.controller.parts_mut();
+        match action {
+            Action::Scale {
+                namespace,
+                deployment,
+                replicas,
+            } => {
+                if !cluster.set_replicas(&namespace, &deployment, Replicas::Fixed(replicas)) {
+                    return Err(format!("no Deployment {namespace}/{deployment}"));
+                }
+            }
+            Action::PatchNodePool { name, patch } => {
+                let pool = cluster
+                    .nodepool(&name)
+                    .ok_or_else(|| format!("no NodePool {name}"))?;
+                let patched = patch_nodepool(pool, &patch)?;
+                cluster.apply_nodepool(patched);
+            }
+            Action::AnnotatePods {
+                namespace,
+                selector,
+                annotations,
+            } => {
+                let sel = Selector::from_labels(&selector);
+                for (k, v) in &annotations {
+                    cluster.annotate_pods(&namespace, &sel, k, v.as_deref());
+                }
+            }
+            Action::Capacity { outage, available } => cloud.set_outage(outage, !available),
+            Action::InterruptSpot { nodepool } => {
+                let target = cloud
+                    .instances()
+                    .filter(|i| i.reclaim_at.is_none())
+                    .filter(|i| {
+                        i.instance.capacity_type == crate::engine::catalog::CapacityType::Spot
+                    })
+                    .filter(|i| nodepool.as_ref().is_none_or(|p| &i.instance.nodepool == p))
+                    .min_by_key(|i| (i.instance.launched, i.instance.provider_id.clone()))
+                    .map(|i| i.instance.provider_id.clone())
+                    .ok_or("interruptSpot: no running spot instance to interrupt")?;
+                cloud.interrupt(&target);
+            }
+            Action::NodeNotReady { nodepool } => {
+                let target = cluster
+                    .nodes()
+                    .filter(|n| n.ready)
+                    .filter(|n| {
+                        nodepool
+                            .as_ref()
+                            .is_none_or(|p| n.labels.get(crate::api::labels::NODEPOOL) == Some(p))
+                    })
+                    .min_by_key(|n| (n.created, n.name.clone()))
+                    .map(|n| n.name.clone())
+                    .ok_or("nodeNotReady: no Ready node to take down")?;
+                cluster.set_not_ready(&target);
+            }
+            Action::Operator(_) => {}
+        }
+        Ok(())
+    }
+
+    async fn operate(&mut self, op: OperatorAction) -> Result<(), String> {
+        let oldest = |c: &Controller<SimCluster, SimCloud>| c.pending_decisions().first().copied();
+        match op {
+            OperatorAction::Approve { decision } => {
+                let id = decision
+                    .or_else(|| oldest(&self.controller))
+                    .ok_or("approve: no pending decision")?;
+                self.controller
+                    .approve(id, SCENARIO_OPERATOR)
+                    .await
+                    .map_err(|e| format!("approve #{id}: {e}"))
+            }
+            OperatorAction::Reject { decision, reason } => {
+                let id = decision
+                    .or_else(|| oldest(&self.controller))
+                    .ok_or("reject: no pending decision")?;
+                self.controller
+                    .reject(id, &reason, SCENARIO_OPERATOR)
+                    .await
+                    .map_err(|e| format!("reject #{id}: {e}"))
+            }
+            OperatorAction::Pause { scope } => self
+                .controller
+                .pause(scope, SCENARIO_OPERATOR)
+                .await
+                .map_err(|e| e.to_string()),
+            OperatorAction::Resume { scope } => self
+                .controller
+                .resume(&scope, SCENARIO_OPERATOR)
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+        }
+    }
+}
