@@ -336,7 +336,7 @@ fn run_simulate(path: &Path, until: Option<&str>, options: simulation::Options) 
         Ok(s) => s,
         Err(code) => return code,
     };
-    let until = match until.map(|u| scenario::spec_duration(u)) {
+    let until = match until.map(scenario::spec_duration) {
         None => scenario.duration,
         Some(Ok(d)) => d,
         Some(Err(e)) => {
@@ -371,7 +371,6 @@ fn run_simulate(path: &Path, until: Option<&str>, options: simulation::Options) 
     let end = sim.start() + until;
     rt.block_on(sim.run_until(end, &mut write));
     write(&sim.summary());
-    drop(write);
     let st = sim.controller.stats();
     tracing::info!(
         "{} disruption passes in {:.2} s, {} provisioning rounds in {:.2} s",

@@ -271,16 +271,14 @@ impl TimedAction {
                 namespace,
                 deployment,
                 ..
-            } => {
-                if !deployments
-                    .iter()
-                    .any(|d| &d.name == deployment && &d.namespace == namespace)
-                {
-                    report(
-                        ".scale.deployment",
-                        format!("no Deployment {namespace}/{deployment} in this scenario"),
-                    );
-                }
+            } if !deployments
+                .iter()
+                .any(|d| &d.name == deployment && &d.namespace == namespace) =>
+            {
+                report(
+                    ".scale.deployment",
+                    format!("no Deployment {namespace}/{deployment} in this scenario"),
+                );
             }
             Action::PatchNodePool { name, patch } => {
                 match nodepools

@@ -131,7 +131,7 @@ impl SimCluster {
             writes: 0,
             fail_after: None,
             refused: 0,
-            rng: fastrand::Rng::with_seed(seed ^ 0x5eed_c1u64),
+            rng: fastrand::Rng::with_seed(seed ^ 0x005e_edc1_u64),
         }
     }
 

@@ -300,21 +300,16 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
     /// Launches NodeClaims that have not launched; deletes those past their liveness
     /// deadlines.
     pub(super) async fn lifecycle(&mut self, now: DateTime<Utc>) {
-        let claims: Vec<(String, bool, DateTime<Utc>, Option<DateTime<Utc>>)> = self
+        let claims: Vec<NodeClaimObject> = self
             .nodeclaims
             .values()
             .filter(|c| c.deleting.is_none())
-            .map(|c| {
-                (
-                    c.name.clone(),
-                    c.launched.is_some(),
-                    c.created,
-                    c.launched.as_ref().map(|l| l.at),
-                )
-            })
+            .cloned()
             .collect();
-        for (name, launched, created, launched_at) in claims {
-            if !launched {
+        for c in claims {
+            let (name, created) = (c.name, c.created);
+            let launched_at = c.launched.as_ref().map(|l| l.at);
+            if launched_at.is_none() {
                 if now - created >= LAUNCH_TIMEOUT {
                     self.delete_nodeclaim(&name, "not launched within 5m (liveness)", now)
                         .await;

@@ -64,10 +64,10 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                 now,
             );
             self.create_and_launch(object, "provisioning", now).await;
-            if !self
+            if self
                 .nodeclaims
                 .get(&name)
-                .is_some_and(|c| c.launched.is_some())
+                .is_none_or(|c| c.launched.is_none())
             {
                 continue;
             }
