@@ -40,6 +40,11 @@ pub struct DisruptionController {
     /// Evaluate and explain every node each pass (a console is watching); otherwise
     /// passes stop at the first command, as upstream's do.
     pub explain: bool,
+    /// Where the next fast pass resumes single-node consolidation.
+    single_node_start: usize,
+    /// Single-node candidates a truncated fast pass has not reached yet: the next poll
+    /// resumes even if the cluster did not change.
+    unseen: usize,
     pub journal: Option<Journal>,
     pub metrics: Metrics,
     /// The latest pass: outcomes, budgets, eligible counts for the console.
@@ -92,6 +97,8 @@ impl DisruptionController {
             orchestrator: Orchestrator::new(),
             spot_to_spot: false,
             explain: true,
+            single_node_start: 0,
+            unseen: 0,
             journal,
             metrics: Metrics::new(),
             last_pass: None,
@@ -105,6 +112,7 @@ impl DisruptionController {
             spot_to_spot: self.spot_to_spot,
             held: Default::default(),
             fast: !self.explain,
+            single_node_start: self.single_node_start,
         }
     }
 
@@ -130,6 +138,11 @@ impl DisruptionController {
         }
         self.outbox.push((e, None));
         Ok(())
+    }
+
+    /// True while a fast pass stopped short of some candidates without finding a command.
+    pub fn has_unseen_candidates(&self) -> bool {
+        self.unseen > 0
     }
 
     /// One disruption poll at `now`: withdraw stale decisions, run a pass, propose, run
@@ -213,6 +226,19 @@ impl DisruptionController {
         }
         self.metrics.observe_pass(&pass);
         self.metrics.set_pending(self.gate.pending().count());
+        if pass.command.is_none() && pass.single_node_evaluated < pass.single_node_candidates {
+            self.single_node_start = self
+                .single_node_start
+                .wrapping_add(pass.single_node_evaluated);
+            let left = if self.unseen == 0 {
+                pass.single_node_candidates
+            } else {
+                self.unseen
+            };
+            self.unseen = left.saturating_sub(pass.single_node_evaluated);
+        } else {
+            self.unseen = 0;
+        }
         self.last_pass = Some(pass);
         effects
     }

@@ -18,7 +18,7 @@ mod kubelet;
 mod scheduler;
 pub mod workloads;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::future::ready;
 
 use chrono::{DateTime, TimeDelta, Utc};
@@ -351,9 +351,11 @@ impl SimCluster {
                 next.push(self.start + j.start);
             }
         }
-        for p in self.pods.values() {
-            if let Some(t) = self.job_pod_done_at(p) {
-                next.push(t);
+        if !self.jobs.is_empty() {
+            for p in self.pods.values() {
+                if let Some(t) = self.job_pod_done_at(p) {
+                    next.push(t);
+                }
             }
         }
         next.into_iter().filter(|t| *t > now).min()
@@ -361,13 +363,29 @@ impl SimCluster {
 
     fn run_workloads(&mut self) {
         let offset = self.now - self.start;
+        // Live pods per owning controller, in one pass over the pods.
+        let mut owned: HashMap<(String, String, String), Vec<(bool, DateTime<Utc>, PodKey)>> =
+            HashMap::new();
+        let mut done: Vec<PodKey> = Vec::new();
+        let has_jobs = !self.jobs.is_empty();
+        for p in self.pods.values() {
+            if has_jobs && self.job_pod_done_at(p).is_some_and(|t| t <= self.now) {
+                done.push(p.key.clone());
+                continue;
+            }
+            if p.deleting.is_some() {
+                continue;
+            }
+            if let Some(o) = &p.owner
+                && (o.kind == "Deployment" || o.kind == "Job")
+            {
+                owned
+                    .entry((p.key.namespace.clone(), o.kind.clone(), o.name.clone()))
+                    .or_default()
+                    .push((p.node_name.is_some(), p.created, p.key.clone()));
+            }
+        }
         // Jobs: finished pods succeed and go; missing pods are created.
-        let done: Vec<PodKey> = self
-            .pods
-            .values()
-            .filter(|p| self.job_pod_done_at(p).is_some_and(|t| t <= self.now))
-            .map(|p| p.key.clone())
-            .collect();
         for k in done {
             if let Some(owner) = self.pods.get(&k).and_then(|p| p.owner.clone())
                 && let Some(j) = self.jobs.get_mut(&(k.namespace.clone(), owner.name))
@@ -382,7 +400,9 @@ impl SimCluster {
             if j.start > offset {
                 continue;
             }
-            let active = self.owned(&key.0, "Job", &key.1).count() as u32;
+            let active = owned
+                .get(&(key.0.clone(), "Job".to_string(), key.1.clone()))
+                .map_or(0, Vec::len) as u32;
             let left = j.completions.saturating_sub(j.succeeded + active);
             let want = j.parallelism.saturating_sub(active).min(left);
             let template = j.template.clone();
@@ -397,18 +417,17 @@ impl SimCluster {
             let d = &self.deployments[&key];
             let want = d.replicas.at(offset) as usize;
             let template = d.template.clone();
-            let mut owned: Vec<(bool, DateTime<Utc>, PodKey)> = self
-                .owned(&key.0, "Deployment", &key.1)
-                .map(|p| (p.node_name.is_some(), p.created, p.key.clone()))
-                .collect();
-            if owned.len() < want {
-                for _ in owned.len()..want {
+            let mut pods = owned
+                .remove(&(key.0.clone(), "Deployment".to_string(), key.1.clone()))
+                .unwrap_or_default();
+            if pods.len() < want {
+                for _ in pods.len()..want {
                     self.create_owned(&template, "Deployment", &key.1);
                 }
-            } else if owned.len() > want {
-                owned.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
-                let excess = owned.len() - want;
-                for (_, _, k) in owned.into_iter().take(excess) {
+            } else if pods.len() > want {
+                pods.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
+                let excess = pods.len() - want;
+                for (_, _, k) in pods.into_iter().take(excess) {
                     self.delete_pod(&k);
                 }
             }
@@ -422,22 +441,6 @@ impl SimCluster {
             .get(&(p.key.namespace.clone(), owner.name.clone()))?;
         let started = p.annotations.get(STARTED)?.parse::<DateTime<Utc>>().ok()?;
         Some(started + j.run_for)
-    }
-
-    /// Live pods a controller owns.
-    fn owned<'a>(
-        &'a self,
-        namespace: &'a str,
-        kind: &'a str,
-        name: &'a str,
-    ) -> impl Iterator<Item = &'a Pod> + 'a {
-        self.pods.values().filter(move |p| {
-            p.key.namespace == namespace
-                && p.deleting.is_none()
-                && p.owner
-                    .as_ref()
-                    .is_some_and(|o| o.kind == kind && o.name == name)
-        })
     }
 
     fn create_owned(&mut self, template: &Pod, kind: &str, owner: &str) {

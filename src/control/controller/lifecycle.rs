@@ -300,15 +300,15 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
     /// Launches NodeClaims that have not launched; deletes those past their liveness
     /// deadlines.
     pub(super) async fn lifecycle(&mut self, now: DateTime<Utc>) {
-        let claims: Vec<NodeClaimObject> = self
+        // Name, creation and launch time: the liveness clocks.
+        type Clocks = (String, DateTime<Utc>, Option<DateTime<Utc>>);
+        let claims: Vec<Clocks> = self
             .nodeclaims
             .values()
             .filter(|c| c.deleting.is_none())
-            .cloned()
+            .map(|c| (c.name.clone(), c.created, c.launched.as_ref().map(|l| l.at)))
             .collect();
-        for c in claims {
-            let (name, created) = (c.name, c.created);
-            let launched_at = c.launched.as_ref().map(|l| l.at);
+        for (name, created, launched_at) in claims {
             if launched_at.is_none() {
                 if now - created >= LAUNCH_TIMEOUT {
                     self.delete_nodeclaim(&name, "not launched within 5m (liveness)", now)

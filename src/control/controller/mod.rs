@@ -375,6 +375,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             None => true,
             Some((at, generation)) => {
                 generation != self.generation
+                    || self.disruption.has_unseen_candidates()
                     || now - at >= CONSOLIDATION_TIMEOUT
                     || self.time_trigger_between(at, now)
             }

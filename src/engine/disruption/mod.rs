@@ -53,7 +53,12 @@ pub struct Options {
     /// [`Block::NotEvaluated`]. The controller runs this when no console is watching;
     /// the decisions are the same, only the explanations are thinner.
     pub fast: bool,
+    /// Where a fast pass starts in the ranked single-node candidates.
+    pub single_node_start: usize,
 }
+
+/// How many single-node consolidation candidates a fast pass evaluates.
+pub const SINGLE_NODE_BATCH: usize = 50;
 
 /// Everything one pass decided.
 #[derive(Clone, Debug)]
@@ -71,6 +76,11 @@ pub struct Pass {
     pub candidates_evaluated: usize,
     /// Candidates eligible per reason (`karpenter_voluntary_disruption_eligible_nodes`).
     pub eligible: BTreeMap<Reason, usize>,
+    /// Single-node consolidation candidates this pass looked at (a fast pass looks at a
+    /// batch; the next one resumes after it).
+    pub single_node_evaluated: usize,
+    /// Single-node consolidation candidates there were.
+    pub single_node_candidates: usize,
     pub events: Vec<Event>,
 }
 
@@ -238,6 +248,8 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
         outcomes: BTreeMap::new(),
         candidates_evaluated: 0,
         eligible: BTreeMap::new(),
+        single_node_evaluated: 0,
+        single_node_candidates: 0,
         events: Vec::new(),
     };
 
@@ -541,8 +553,25 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
     }
 
     // 4. Single-node consolidation: every remaining candidate is evaluated; the cheapest
-    // to disrupt that works acts if nothing else did.
-    for c in consolidatable {
+    // to disrupt that works acts if nothing else did. A fast pass evaluates at most
+    // SINGLE_NODE_BATCH candidates, starting where the last fast pass stopped (upstream
+    // bounds this method with a timeout and resumes from the candidates it has not seen).
+    pass.single_node_candidates = consolidatable.len();
+    let single: Vec<&Candidate> = if options.fast && consolidatable.len() > SINGLE_NODE_BATCH {
+        let start = options.single_node_start % consolidatable.len();
+        consolidatable
+            .iter()
+            .cycle()
+            .skip(start)
+            .take(SINGLE_NODE_BATCH)
+            .copied()
+            .collect()
+    } else {
+        consolidatable
+    };
+    pass.single_node_evaluated = single.len();
+    pass.single_node_candidates = pass.single_node_candidates.max(single.len());
+    for c in single {
         if options.fast && pass.command.is_some() {
             break;
         }
