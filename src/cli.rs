@@ -152,10 +152,13 @@ pub enum Bench {
     /// of the cluster state on the first change after it (what a console holding the
     /// snapshot costs the controller).
     Snapshot {
+        /// Nodes of the generated cluster; 0 simulates the cluster into place through the
+        /// controller instead (ten pods per node).
         #[arg(long, default_value_t = 5000)]
         nodes: usize,
         #[arg(long, default_value_t = 50000)]
         pods: usize,
+        /// Repeats; the fastest is reported.
         #[arg(long, default_value_t = 5)]
         repeat: usize,
     },

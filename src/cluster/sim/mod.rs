@@ -364,8 +364,9 @@ impl SimCluster {
     fn run_workloads(&mut self) {
         let offset = self.now - self.start;
         // Live pods per owning controller, in one pass over the pods.
-        let mut owned: HashMap<(String, String, String), Vec<(bool, DateTime<Utc>, PodKey)>> =
-            HashMap::new();
+        // (namespace, owner kind, owner name) -> (bound, created, pod) of each live pod.
+        type Owned = HashMap<(String, String, String), Vec<(bool, DateTime<Utc>, PodKey)>>;
+        let mut owned: Owned = HashMap::new();
         let mut done: Vec<PodKey> = Vec::new();
         let has_jobs = !self.jobs.is_empty();
         for p in self.pods.values() {
