@@ -4,6 +4,7 @@
 pub mod crds;
 pub mod duration;
 pub mod ec2nodeclass;
+pub mod generate_name;
 pub mod labels;
 pub mod manifest;
 pub mod migrate;

@@ -115,13 +115,10 @@ pub fn run(nodes: usize, pods: usize, repeat: usize) -> Figures {
     let now = crate::bench::disruption::bench_now();
     let pass = crate::engine::disruption::plan(&state, now, &Default::default());
     let setup_seconds = began.elapsed().as_secs_f64();
-    let mut snapshot_seconds = f64::INFINITY;
-    let mut copy_on_write_seconds = f64::INFINITY;
-    for _ in 0..repeat.max(1) {
-        let t = Instant::now();
+    let (snapshot_seconds, copy_on_write_seconds) = time_publication(repeat, || {
         // What `Controller::snapshot` builds: the shared state plus the last pass's
         // budgets and per-node outcomes (decisions and events are small).
-        let snap = std::hint::black_box(Snapshot {
+        Snapshot {
             at: now,
             generation: 1,
             state: std::sync::Arc::clone(&state),
@@ -132,13 +129,8 @@ pub fn run(nodes: usize, pods: usize, repeat: usize) -> Figures {
             budgets: pass.budgets.clone(),
             outcomes: pass.outcomes.clone(),
             events: Vec::new(),
-        });
-        snapshot_seconds = snapshot_seconds.min(t.elapsed().as_secs_f64());
-        let t = Instant::now();
-        let copy = std::hint::black_box((*snap.state).clone());
-        copy_on_write_seconds = copy_on_write_seconds.min(t.elapsed().as_secs_f64());
-        drop(copy);
-    }
+        }
+    });
     Figures {
         nodes: state.nodes.len(),
         pods: state.pods.len(),
@@ -179,17 +171,8 @@ fn simulated(pods: usize, repeat: usize) -> Figures {
         }
     }
     let setup_seconds = began.elapsed().as_secs_f64();
-    let mut snapshot_seconds = f64::INFINITY;
-    let mut copy_on_write_seconds = f64::INFINITY;
-    for _ in 0..repeat.max(1) {
-        let t = Instant::now();
-        let snap = std::hint::black_box(sim.controller.snapshot());
-        snapshot_seconds = snapshot_seconds.min(t.elapsed().as_secs_f64());
-        let t = Instant::now();
-        let copy = std::hint::black_box((*snap.state).clone());
-        copy_on_write_seconds = copy_on_write_seconds.min(t.elapsed().as_secs_f64());
-        drop(copy);
-    }
+    let (snapshot_seconds, copy_on_write_seconds) =
+        time_publication(repeat, || sim.controller.snapshot());
     let state = sim.controller.state();
     Figures {
         nodes: state.nodes.len(),
@@ -199,4 +182,19 @@ fn simulated(pods: usize, repeat: usize) -> Figures {
         copy_on_write_seconds,
         peak_rss_mib: peak_rss_mib(),
     }
+}
+
+/// Best-of-`repeat` times of building a snapshot and of copying the state it shares.
+fn time_publication(repeat: usize, mut build: impl FnMut() -> Snapshot) -> (f64, f64) {
+    let (mut snapshot, mut copy_on_write) = (f64::INFINITY, f64::INFINITY);
+    for _ in 0..repeat.max(1) {
+        let t = Instant::now();
+        let snap = std::hint::black_box(build());
+        snapshot = snapshot.min(t.elapsed().as_secs_f64());
+        let t = Instant::now();
+        let copy = std::hint::black_box((*snap.state).clone());
+        copy_on_write = copy_on_write.min(t.elapsed().as_secs_f64());
+        drop(copy);
+    }
+    (snapshot, copy_on_write)
 }

@@ -14,18 +14,17 @@
 //!
 //! Everything is deterministic for a seed; the simulation driver decides when time moves.
 
+mod api;
 mod kubelet;
 mod scheduler;
 pub mod workloads;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::future::ready;
 
 use chrono::{DateTime, TimeDelta, Utc};
 
-use super::{
-    Change, ClusterError, DaemonSetObject, NodeClaimObject, NodeObject, Object, ObjectRef, Write,
-};
+use super::{Change, DaemonSetObject, NodeClaimObject, NodeObject, Object, ObjectRef};
+use crate::api::generate_name::generate_name;
 use crate::api::nodeclaim::{Taint, TaintEffect};
 use crate::api::nodepool::NodePool;
 use crate::engine::pod::{Owner, Phase, Pod, PodKey};
@@ -135,13 +134,13 @@ impl SimCluster {
         }
     }
 
-    fn emit(&mut self, change: Change) {
+    pub(super) fn emit(&mut self, change: Change) {
         if !self.resync {
             self.queue.push(change);
         }
     }
 
-    fn emit_pod(&mut self, key: &PodKey) {
+    pub(super) fn emit_pod(&mut self, key: &PodKey) {
         self.pods_dirty = true;
         if let Some(p) = self.pods.get(key) {
             let c = Change::Applied(Object::Pod(Box::new(p.clone())));
@@ -446,18 +445,14 @@ impl SimCluster {
 
     fn create_owned(&mut self, template: &Pod, kind: &str, owner: &str) {
         let mut p = template.clone();
-        loop {
-            let suffix: String = (0..5)
-                .map(|_| {
-                    let c = self.rng.u8(0..36);
-                    char::from(if c < 10 { b'0' + c } else { b'a' + c - 10 })
-                })
-                .collect();
-            p.key.name = format!("{owner}-{suffix}");
-            if !self.pods.contains_key(&p.key) {
-                break;
-            }
-        }
+        let namespace = p.key.namespace.clone();
+        let pods = &self.pods;
+        p.key.name = generate_name(&mut self.rng, owner, |name| {
+            pods.contains_key(&PodKey {
+                namespace: namespace.clone(),
+                name: name.to_string(),
+            })
+        });
         p.uid = p.key.to_string();
         p.owner = Some(Owner {
             kind: kind.to_string(),
@@ -466,7 +461,7 @@ impl SimCluster {
         self.add_pod(p);
     }
 
-    fn delete_pod(&mut self, key: &PodKey) {
+    pub(super) fn delete_pod(&mut self, key: &PodKey) {
         if let Some(p) = self.pods.remove(key) {
             self.schedule_dirty |= p.node_name.is_some();
             self.pods_dirty = true;
@@ -474,7 +469,7 @@ impl SimCluster {
         }
     }
 
-    fn refresh_pdbs(&mut self) {
+    pub(super) fn refresh_pdbs(&mut self) {
         if !self.pods_dirty {
             return;
         }
@@ -498,236 +493,7 @@ impl SimCluster {
             }
         }
     }
-
-    /// The PDB that refuses evicting `pod`, if any; otherwise takes one disruption from
-    /// every PDB selecting it (status is recomputed from the pods on the next advance).
-    fn pdb_blocking(&mut self, pod: &Pod) -> Option<String> {
-        let selecting: Vec<(String, String)> = self
-            .pdbs
-            .values()
-            .filter(|s| s.selects(pod))
-            .map(|s| (s.namespace.clone(), s.name.clone()))
-            .collect();
-        let left = |k: &(String, String)| {
-            self.pdb_allowed.get(k).copied().unwrap_or(0)
-                - self.pdb_spent.get(k).copied().unwrap_or(0)
-        };
-        if let Some(k) = selecting.iter().find(|k| left(k) <= 0) {
-            return Some(format!("{}/{}", k.0, k.1));
-        }
-        for k in selecting {
-            *self.pdb_spent.entry(k).or_default() += 1;
-        }
-        None
-    }
 }
 
 /// Where the simulated kubelet records when a job pod started running.
 const STARTED: &str = "sim.karpenter-tui.dev/started";
-
-impl super::Cluster for SimCluster {
-    fn changes(&mut self) -> Vec<Change> {
-        if !self.resync {
-            return std::mem::take(&mut self.queue);
-        }
-        self.resync = false;
-        self.queue.clear();
-        let mut out = Vec::new();
-        out.extend(
-            self.nodepools
-                .values()
-                .map(|p| Change::Applied(Object::NodePool(Box::new(p.clone())))),
-        );
-        out.extend(
-            self.daemonsets
-                .values()
-                .map(|d| Change::Applied(Object::DaemonSet(Box::new(d.clone())))),
-        );
-        out.extend(
-            self.nodeclaims
-                .values()
-                .map(|c| Change::Applied(Object::NodeClaim(Box::new(c.clone())))),
-        );
-        out.extend(
-            self.nodes
-                .values()
-                .map(|n| Change::Applied(Object::Node(Box::new(n.object.clone())))),
-        );
-        out.extend(
-            self.pods
-                .values()
-                .map(|p| Change::Applied(Object::Pod(Box::new(p.clone())))),
-        );
-        self.pdb_allowed.clear();
-        self.pods_dirty = true;
-        self.refresh_pdbs();
-        out.append(&mut self.queue);
-        out
-    }
-
-    fn write(&mut self, write: Write) -> impl Future<Output = Result<(), ClusterError>> + Send {
-        ready(self.apply_write(write))
-    }
-}
-
-impl SimCluster {
-    /// Starts the watch over: the next `changes()` lists every object (what a controller
-    /// sees when it starts or its watch is re-established).
-    pub fn resync(&mut self) {
-        self.resync = true;
-    }
-
-    /// True (once) when the controller wrote since the last call: the cluster has
-    /// reacting to do.
-    pub fn take_written(&mut self) -> bool {
-        std::mem::take(&mut self.written)
-    }
-
-    /// Writes the cluster accepted so far.
-    pub fn writes(&self) -> usize {
-        self.writes
-    }
-
-    /// Chaos: after `n` more accepted writes (counting from the start), every write
-    /// fails as if the API server were gone; `None` brings it back.
-    pub fn fail_writes_after(&mut self, n: Option<usize>) {
-        self.fail_after = n;
-    }
-
-    /// Writes refused by the simulated outage.
-    pub fn refused_writes(&self) -> usize {
-        self.refused
-    }
-
-    fn apply_write(&mut self, write: Write) -> Result<(), ClusterError> {
-        if self.fail_after.is_some_and(|n| self.writes >= n) {
-            self.refused += 1;
-            return Err(ClusterError::Api("simulated API server outage".into()));
-        }
-        let now = self.now;
-        self.written = true;
-        self.writes += 1;
-        match write {
-            Write::CreateNodeClaim(mut c) => {
-                c.finalizer = true;
-                self.nodeclaims.insert(c.name.clone(), (*c).clone());
-                self.emit(Change::Applied(Object::NodeClaim(c)));
-            }
-            Write::SetLaunched {
-                nodeclaim,
-                launched,
-            } => {
-                let c = self
-                    .nodeclaims
-                    .get_mut(&nodeclaim)
-                    .ok_or_else(|| not_found("NodeClaim", &nodeclaim))?;
-                c.launched = Some(*launched);
-                let c = c.clone();
-                self.emit(Change::Applied(Object::NodeClaim(Box::new(c))));
-            }
-            Write::DeleteNodeClaim { nodeclaim } => {
-                let c = self
-                    .nodeclaims
-                    .get_mut(&nodeclaim)
-                    .ok_or_else(|| not_found("NodeClaim", &nodeclaim))?;
-                if c.deleting.is_none() {
-                    c.deleting = Some(now);
-                    let c = c.clone();
-                    self.emit(Change::Applied(Object::NodeClaim(Box::new(c))));
-                }
-            }
-            Write::RemoveFinalizer { nodeclaim } => {
-                let c = self
-                    .nodeclaims
-                    .remove(&nodeclaim)
-                    .ok_or_else(|| not_found("NodeClaim", &nodeclaim))?;
-                self.emit(Change::Deleted(ObjectRef::NodeClaim(nodeclaim)));
-                if let Some(l) = &c.launched {
-                    self.registered.insert(l.provider_id.clone());
-                    let node = self
-                        .nodes
-                        .values()
-                        .find(|n| n.object.provider_id == l.provider_id)
-                        .map(|n| n.object.name.clone());
-                    if let Some(node) = node {
-                        self.remove_node(&node);
-                    }
-                }
-            }
-            Write::Taint { node, taint } => {
-                let n = self
-                    .nodes
-                    .get_mut(&node)
-                    .ok_or_else(|| not_found("Node", &node))?;
-                if !n
-                    .object
-                    .taints
-                    .iter()
-                    .any(|t| t.key == taint.key && t.effect == taint.effect)
-                {
-                    n.object.taints.push(taint);
-                    let obj = n.object.clone();
-                    self.schedule_dirty = true;
-                    self.emit(Change::Applied(Object::Node(Box::new(obj))));
-                }
-            }
-            Write::Untaint { node, taint } => {
-                let n = self
-                    .nodes
-                    .get_mut(&node)
-                    .ok_or_else(|| not_found("Node", &node))?;
-                let before = n.object.taints.len();
-                n.object
-                    .taints
-                    .retain(|t| t.key != taint.key || t.effect != taint.effect);
-                if n.object.taints.len() != before {
-                    let obj = n.object.clone();
-                    self.schedule_dirty = true;
-                    self.emit(Change::Applied(Object::Node(Box::new(obj))));
-                }
-            }
-            Write::Evict { pod } => {
-                let p = self
-                    .pods
-                    .get(&pod)
-                    .cloned()
-                    .ok_or_else(|| not_found("Pod", &pod.to_string()))?;
-                if let Some(pdb) = self.pdb_blocking(&p) {
-                    return Err(ClusterError::DisruptionBudget { pod, pdb });
-                }
-                self.delete_pod(&pod);
-            }
-            Write::DeletePod { pod } => {
-                if !self.pods.contains_key(&pod) {
-                    return Err(not_found("Pod", &pod.to_string()));
-                }
-                self.delete_pod(&pod);
-            }
-        }
-        Ok(())
-    }
-
-    /// Deletes a Node and, as the pod garbage collector does, every pod bound to it.
-    fn remove_node(&mut self, node: &str) {
-        if self.nodes.remove(node).is_none() {
-            return;
-        }
-        self.schedule_dirty = true;
-        self.emit(Change::Deleted(ObjectRef::Node(node.to_string())));
-        let bound: Vec<PodKey> = self
-            .pods
-            .values()
-            .filter(|p| p.node_name.as_deref() == Some(node))
-            .map(|p| p.key.clone())
-            .collect();
-        for k in bound {
-            self.delete_pod(&k);
-        }
-    }
-}
-
-fn not_found(kind: &str, name: &str) -> ClusterError {
-    ClusterError::NotFound {
-        what: format!("{kind} {name}"),
-    }
-}

@@ -139,6 +139,8 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             Object::Node(node) => {
                 let name = node.name.clone();
                 let claim = self.claim_by_provider.get(&node.provider_id).cloned();
+                self.node_by_provider
+                    .insert(node.provider_id.clone(), name.clone());
                 self.nodes.insert(name.clone(), *node);
                 if let Some(claim) = claim {
                     self.claim_of_node.insert(name, claim.clone());
@@ -210,7 +212,9 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                 });
             }
             ObjectRef::Node(name) => {
-                self.nodes.remove(&name);
+                if let Some(n) = self.nodes.remove(&name) {
+                    self.node_by_provider.remove(&n.provider_id);
+                }
                 if let Some(claim) = self.claim_of_node.remove(&name) {
                     self.refresh_node(&claim, now);
                 }
@@ -299,7 +303,8 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             .nodeclaims
             .get(claim)
             .and_then(|c| c.launched.as_ref())
-            .and_then(|l| self.nodes.values().find(|n| n.provider_id == l.provider_id));
+            .and_then(|l| self.node_by_provider.get(&l.provider_id))
+            .and_then(|n| self.nodes.get(n));
         if let Some(n) = node {
             self.claim_of_node.insert(n.name.clone(), claim.to_string());
         }

@@ -74,18 +74,8 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
     /// A fresh NodeClaim name for a pool: `<pool>-<5 lowercase alphanumerics>`, as the
     /// API server's generateName gives.
     pub(super) fn claim_name(&mut self, pool: &str) -> String {
-        loop {
-            let suffix: String = (0..5)
-                .map(|_| {
-                    let c = self.rng.u8(0..36);
-                    char::from(if c < 10 { b'0' + c } else { b'a' + c - 10 })
-                })
-                .collect();
-            let name = format!("{pool}-{suffix}");
-            if !self.nodeclaims.contains_key(&name) {
-                return name;
-            }
-        }
+        let claims = &self.nodeclaims;
+        crate::api::generate_name::generate_name(&mut self.rng, pool, |n| claims.contains_key(n))
     }
 
     /// Creates a NodeClaim in the cluster and launches it right away.
