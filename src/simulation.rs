@@ -238,6 +238,18 @@ impl Simulation {
         }
     }
 
+    /// `wait_until` as a future that does not borrow the simulation, so a driver can
+    /// select between it and requests that need the simulation mutably.
+    pub fn waiter(&self, t: DateTime<Utc>) -> tokio::time::Sleep {
+        match &self.clock {
+            Timekeeper::Virtual(c) => {
+                c.set(t);
+                tokio::time::sleep(std::time::Duration::ZERO)
+            }
+            Timekeeper::Scaled(c) => tokio::time::sleep(c.real_until(t)),
+        }
+    }
+
     /// Runs until `until` (virtual time), handing every event to `sink`.
     pub async fn run_until(&mut self, until: DateTime<Utc>, mut sink: impl FnMut(&Event)) {
         loop {

@@ -119,16 +119,11 @@ pub fn run(nodes: usize, pods: usize, repeat: usize) -> Figures {
         // What `Controller::snapshot` builds: the shared state plus the last pass's
         // budgets and per-node outcomes (decisions and events are small).
         Snapshot {
-            at: now,
             generation: 1,
             state: std::sync::Arc::clone(&state),
-            pending: Vec::new(),
-            running: Vec::new(),
-            finished: Vec::new(),
-            pauses: Vec::new(),
             budgets: pass.budgets.clone(),
             outcomes: pass.outcomes.clone(),
-            events: Vec::new(),
+            ..Snapshot::empty(now)
         }
     });
     Figures {

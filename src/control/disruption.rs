@@ -4,6 +4,8 @@
 //! operator's approve / reject / pause / resume come in here too, and everything that
 //! happens is journaled and counted.
 
+use std::collections::VecDeque;
+
 use chrono::{DateTime, Utc};
 
 use crate::engine::disruption::validation::revalidate;
@@ -55,7 +57,13 @@ pub struct DisruptionController {
     /// Everything journaled since the owner last took it, with the command of proposals:
     /// the controller turns these into events.
     pub outbox: Vec<(Entry, Option<Command>)>,
+    /// Recent decisions' fates (approved, rejected, executed, withdrawn, ...) and pauses,
+    /// newest first: the console's history, which must outlive the event ring.
+    pub history: VecDeque<Entry>,
 }
+
+/// Journal entries kept for the console's history.
+const HISTORY_KEPT: usize = 300;
 
 fn entry(action: Action, actor: &str, now: DateTime<Utc>) -> Entry {
     Entry {
@@ -104,6 +112,7 @@ impl DisruptionController {
             last_pass: None,
             journal_errors: Vec::new(),
             outbox: Vec::new(),
+            history: VecDeque::new(),
         }
     }
 
@@ -128,7 +137,15 @@ impl DisruptionController {
             tracing::warn!("{err}");
             self.journal_errors.push(err.to_string());
         }
+        self.remember(&e);
         self.outbox.push((e, command));
+    }
+
+    fn remember(&mut self, e: &Entry) {
+        if e.action != Action::Proposed {
+            self.history.push_front(e.clone());
+            self.history.truncate(HISTORY_KEPT);
+        }
     }
 
     /// Journals an operator action; the action happens only if this succeeds.
@@ -136,6 +153,7 @@ impl DisruptionController {
         if let Some(j) = self.journal.as_mut() {
             j.record(&e)?;
         }
+        self.remember(&e);
         self.outbox.push((e, None));
         Ok(())
     }

@@ -37,6 +37,8 @@ pub struct StateNode {
     /// NodeClaim Initialized=True (registered, ready, startup taints gone, resources
     /// reported).
     pub initialized: bool,
+    /// A Node object exists for it (NodeClaim Registered=True).
+    pub registered: bool,
     /// Node Ready=True.
     pub ready: bool,
     /// Deletion requested (the NodeClaim or Node has a deletionTimestamp) or marked for
@@ -103,6 +105,7 @@ impl StateNode {
             allocatable: it.allocatable(),
             created,
             initialized: true,
+            registered: true,
             ready: true,
             deleting: false,
             last_pod_event: None,

@@ -77,6 +77,7 @@ pub(super) fn state_node(
         allocatable,
         created: claim.created,
         initialized,
+        registered: node.is_some(),
         ready: node.is_some_and(|n| n.ready),
         deleting: claim.deleting.is_some(),
         last_pod_event,
@@ -230,6 +231,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                     self.touch_node_of(&removed, now);
                 }
                 self.nominated.remove(&key);
+                self.unschedulable.remove(&key);
                 self.announced_pending.remove(&key);
             }
             ObjectRef::Pdb(ns, name) => {
@@ -264,6 +266,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         }
         if let Some(node) = bound_now {
             self.nominated.remove(&key);
+            self.unschedulable.remove(&key);
             self.announced_pending.remove(&key);
             let i = self.pod_pos[&key];
             let p = self.state.pods[i].clone();

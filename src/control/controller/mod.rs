@@ -95,6 +95,9 @@ pub struct Controller<C: Cluster, P: CloudProvider> {
     unavailable: UnavailableOfferings,
     nominations: Nominations,
     nominated: HashMap<PodKey, String>,
+    /// Why the last provisioning round could not place a pending pod (the scheduler's
+    /// words), for the console's pending-pods view.
+    unschedulable: HashMap<PodKey, String>,
     announced_pending: HashSet<PodKey>,
     announced_registered: HashSet<String>,
     announced_initialized: HashSet<String>,
@@ -165,6 +168,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             unavailable: UnavailableOfferings::default(),
             nominations: Nominations::default(),
             nominated: HashMap::new(),
+            unschedulable: HashMap::new(),
             announced_pending: HashSet::new(),
             announced_registered: HashSet::new(),
             announced_initialized: HashSet::new(),

@@ -38,6 +38,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             for pod in &n.pods {
                 if self.nominated.get(pod) != Some(&n.node) {
                     self.nominated.insert(pod.clone(), n.node.clone());
+                    self.unschedulable.remove(pod);
                     self.emit(EventKind::PodNominated {
                         pod: pod.clone(),
                         node: n.node.clone(),
@@ -74,6 +75,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             self.nominate(&name, now);
             for pod in &claim.pods {
                 self.nominated.insert(pod.clone(), name.clone());
+                self.unschedulable.remove(pod);
                 self.emit(EventKind::PodNominated {
                     pod: pod.clone(),
                     node: name.clone(),
@@ -82,6 +84,10 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         }
         for (pod, why) in &results.errors {
             tracing::debug!("{pod} stays pending: {why}");
+            if self.unschedulable.get(pod) != Some(why) {
+                self.unschedulable.insert(pod.clone(), why.clone());
+                self.changes += 1;
+            }
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The immutable picture of the controller the console renders: published after every
 //! change on a `watch` channel, shared by `Arc`, never locked.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -11,14 +11,18 @@ use crate::cloud::CloudProvider;
 use crate::cluster::Cluster;
 use crate::control::approvals::{Decision, Scope};
 use crate::control::events::Event;
+use crate::control::journal::Entry;
 use crate::control::orchestration::Execution;
 use crate::engine::disruption::{Outcome, PoolBudgets};
+use crate::engine::pod::PodKey;
 use crate::engine::state::ClusterState;
 
 /// Everything the console shows, at one moment.
 #[derive(Clone, Debug)]
 pub struct Snapshot {
     pub at: DateTime<Utc>,
+    /// When the controller started: events' `t` counts from here.
+    pub started: DateTime<Utc>,
     /// Bumped on every change the controller applied.
     pub generation: u64,
     /// NodePools, nodes, pods, PDBs: shared with the controller until it next changes.
@@ -36,12 +40,20 @@ pub struct Snapshot {
     pub outcomes: BTreeMap<String, Outcome>,
     /// Recent events, oldest first.
     pub events: Vec<Event>,
+    /// Recent decisions' fates and operator actions, newest first.
+    pub history: Vec<Entry>,
+    /// Pending pods nominated to a NodeClaim or node (pod -> NodeClaim or node name).
+    pub nominated: HashMap<PodKey, String>,
+    /// Pending pods the last provisioning round could not place, with the scheduler's
+    /// reason.
+    pub unschedulable: HashMap<PodKey, String>,
 }
 
 impl Snapshot {
     pub fn empty(at: DateTime<Utc>) -> Snapshot {
         Snapshot {
             at,
+            started: at,
             generation: 0,
             state: Arc::new(ClusterState::default()),
             pending: Vec::new(),
@@ -51,6 +63,9 @@ impl Snapshot {
             budgets: Vec::new(),
             outcomes: BTreeMap::new(),
             events: Vec::new(),
+            history: Vec::new(),
+            nominated: HashMap::new(),
+            unschedulable: HashMap::new(),
         }
     }
 }
@@ -62,6 +77,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         let pass = d.last_pass.as_ref();
         Snapshot {
             at: self.now(),
+            started: self.start,
             generation: self.generation,
             state: Arc::clone(&self.state),
             pending: d.gate.pending().cloned().collect(),
@@ -71,6 +87,9 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             budgets: pass.map(|p| p.budgets.clone()).unwrap_or_default(),
             outcomes: pass.map(|p| p.outcomes.clone()).unwrap_or_default(),
             events: self.recent.iter().cloned().collect(),
+            history: d.history.iter().cloned().collect(),
+            nominated: self.nominated.clone(),
+            unschedulable: self.unschedulable.clone(),
         }
     }
 
