@@ -33,6 +33,25 @@ pub struct Cli {
     #[arg(long, value_enum, default_value_t = Approve::Default, global = true)]
     pub approve: Approve,
 
+    /// Console theme: a built-in name (dark, light, high-contrast, transparent), a name
+    /// from ~/.config/karpenter-tui/themes/, or a path to a TOML file. Default: the
+    /// config file's, else dark. NO_COLOR (set, not empty) drops colours.
+    #[arg(long, global = true, value_name = "NAME|FILE")]
+    pub theme: Option<String>,
+
+    /// Console config file (default ~/.config/karpenter-tui/config.toml).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Key bindings file (default ~/.config/karpenter-tui/keymap.toml; see
+    /// config/keymap.toml for every action).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub keymap: Option<PathBuf>,
+
+    /// Refuse every action that changes the cluster (approve, reject, pause).
+    #[arg(long)]
+    pub read_only: bool,
+
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -83,6 +102,24 @@ pub enum Command {
         /// Append the disruption journal (JSON lines) to this file.
         #[arg(long, value_name = "PATH")]
         journal: Option<PathBuf>,
+    },
+    /// Render one console view of the built-in demo, stopped at a fixed simulated time,
+    /// to SVG or PNG (by the file's extension).
+    Screenshot {
+        /// overview, nodepools, nodes, pending, disruption, events or help.
+        #[arg(long, default_value = "overview")]
+        view: String,
+        /// Terminal size in cells, COLSxROWS.
+        #[arg(long, default_value = "160x45", value_name = "COLSxROWS")]
+        size: String,
+        /// Simulated time since the demo's start (a duration: 70s, 2m). Default: 70s
+        /// (decisions waiting, a budget window closed), 3m10s for pending (the spot
+        /// capacity outage).
+        #[arg(long, value_name = "DURATION")]
+        at: Option<String>,
+        /// Output file: .svg or .png.
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
     },
     /// Measure the engine (release builds only give meaningful figures).
     #[command(subcommand)]
@@ -161,5 +198,20 @@ pub enum Bench {
         /// Repeats; the fastest is reported.
         #[arg(long, default_value_t = 5)]
         repeat: usize,
+    },
+    /// Console frame render time per view over the disruption benchmark's cluster (drawn
+    /// off-screen at 160x45), plus idle redraws and key-press-to-frame latency.
+    Render {
+        #[arg(long, default_value_t = 5000)]
+        nodes: usize,
+        #[arg(long, default_value_t = 50000)]
+        pods: usize,
+        /// Frames per view.
+        #[arg(long, default_value_t = 200)]
+        frames: usize,
+        /// One JSON object per view ({"view": V, "ms_per_frame": F}), then one with the
+        /// other figures.
+        #[arg(long)]
+        json: bool,
     },
 }

@@ -8,3 +8,4 @@ pub mod cluster;
 pub mod control;
 pub mod engine;
 pub mod simulation;
+pub mod tui;

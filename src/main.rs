@@ -3,7 +3,7 @@
 
 mod cli;
 
-use std::io::{Read, Write};
+use std::io::{IsTerminal, Read, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -14,12 +14,43 @@ use karpenter_tui::api::{crds, migrate, validation};
 use cli::{Bench, Cli, Command};
 use karpenter_tui::cluster::scenario::{self, Scenario};
 use karpenter_tui::simulation::{self, Pace, Simulation};
+use karpenter_tui::tui::launch;
+use karpenter_tui::tui::logpane::LogPane;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging(&cli.log_level);
+    // The console owns the terminal: its logs go to a file and the in-app log pane.
+    let console = cli.command.is_none() && std::io::stdout().is_terminal();
+    let pane = if console {
+        let path = karpenter_tui::tui::config::log_path();
+        Some(LogPane::with_file(&path).unwrap_or_default())
+    } else {
+        None
+    };
+    init_logging(&cli.log_level, pane.clone());
+    let console_opts = launch::Options {
+        theme: cli.theme.clone(),
+        config: cli.config.clone(),
+        keymap: cli.keymap.clone(),
+        read_only: cli.read_only,
+    };
     match cli.command {
-        None => run_demo(cli.scenario.as_deref(), cli.speed, cli.approve.rules()),
+        None => match pane {
+            Some(pane) => run_console(
+                cli.scenario.as_deref(),
+                cli.speed,
+                cli.approve.rules(),
+                &console_opts,
+                pane,
+            ),
+            None => run_demo(cli.scenario.as_deref(), cli.speed, cli.approve.rules()),
+        },
+        Some(Command::Screenshot {
+            view,
+            size,
+            at,
+            out,
+        }) => run_screenshot(&view, cli.theme.as_deref(), &size, at.as_deref(), &out),
         Some(Command::Simulate {
             scenario,
             until,
@@ -45,13 +76,14 @@ fn main() -> ExitCode {
 }
 
 /// Logs go to stderr for the subcommands (the console will log to a file instead).
-fn init_logging(filter: &str) {
+fn init_logging(filter: &str, pane: Option<LogPane>) {
     let filter = tracing_subscriber::EnvFilter::try_new(filter)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    match pane {
+        Some(pane) => builder.with_ansi(false).with_writer(pane).init(),
+        None => builder.with_writer(std::io::stderr).init(),
+    }
 }
 
 /// Reads a file or standard input ("-"), naming the file in the error.
@@ -301,6 +333,43 @@ fn run_bench(b: Bench) -> ExitCode {
             println!("{f}");
             ExitCode::SUCCESS
         }
+        Bench::Render {
+            nodes,
+            pods,
+            frames,
+            json,
+        } => {
+            let f = karpenter_tui::tui::render_bench::run(nodes, pods, frames, 160, 45);
+            if json {
+                for v in &f.views {
+                    println!(
+                        "{}",
+                        serde_json::json!({"view": v.view, "ms_per_frame": v.ms_per_frame, "ms_rows": v.ms_rows})
+                    );
+                }
+                println!(
+                    "{}",
+                    serde_json::json!({"nodes": f.nodes, "pods": f.pods, "idle_redraws_per_minute": f.idle_redraws_per_minute, "key_to_frame_ms": f.key_to_frame_ms, "snapshot_to_frame_ms": f.snapshot_to_frame_ms})
+                );
+            } else {
+                println!(
+                    "{} nodes, {} pods, {}x{} cells, {frames} frames per view",
+                    f.nodes, f.pods, f.width, f.height
+                );
+                println!("{:<12} {:>12} {:>14}", "view", "ms/frame", "ms rows/snap");
+                for v in &f.views {
+                    println!(
+                        "{:<12} {:>12.3} {:>14.2}",
+                        v.view, v.ms_per_frame, v.ms_rows
+                    );
+                }
+                println!(
+                    "idle redraws/minute: {}; key press to frame: {:.3} ms; snapshot to frame (nodes view): {:.2} ms",
+                    f.idle_redraws_per_minute, f.key_to_frame_ms, f.snapshot_to_frame_ms
+                );
+            }
+            ExitCode::SUCCESS
+        }
     }
 }
 
@@ -383,8 +452,92 @@ fn run_simulate(path: &Path, until: Option<&str>, options: simulation::Options) 
     ExitCode::SUCCESS
 }
 
-/// The default run: the embedded cluster in real time (times `speed`), every event as a
-/// line, until Ctrl-C. The console (issue 6) replaces the log with live views.
+/// The default run on a terminal: the console over the embedded cluster in real time
+/// (times `speed`), until the operator quits.
+fn run_console(
+    path: Option<&Path>,
+    speed: f64,
+    approval: Option<Vec<String>>,
+    opts: &launch::Options,
+    pane: LogPane,
+) -> ExitCode {
+    let scenario = match load_scenario(path) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let options = simulation::Options {
+        approval,
+        ..Default::default()
+    };
+    let sim = match Simulation::new(&scenario, &options, Pace::RealTime { speed }) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("karpenter-tui: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(code) => return code,
+    };
+    let label = format!("embedded simulation: {} at {speed}x", scenario.name);
+    match rt.block_on(launch::run_embedded(sim, label, opts, pane)) {
+        Ok((sim, stats)) => {
+            if let Some(sim) = sim {
+                println!("{}", sim.summary().kind);
+            }
+            println!(
+                "karpenter-tui: {} frames for {} snapshots and {} keys",
+                stats.frames, stats.snapshots, stats.keys
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("karpenter-tui: terminal: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run_screenshot(
+    view: &str,
+    theme: Option<&str>,
+    size: &str,
+    at: Option<&str>,
+    out: &Path,
+) -> ExitCode {
+    let at = match at.map(karpenter_tui::api::duration::GoDuration::parse) {
+        None => None,
+        Some(Ok(d)) => match d.value() {
+            Some(v) => Some(v),
+            None => {
+                eprintln!("karpenter-tui: --at {at:?}: must be a finite duration");
+                return ExitCode::FAILURE;
+            }
+        },
+        Some(Err(e)) => {
+            eprintln!("karpenter-tui: --at: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(code) => return code,
+    };
+    match rt.block_on(launch::screenshot(view, theme, size, at, out)) {
+        Ok(()) => {
+            println!("{}", out.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("karpenter-tui: screenshot: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The default run when standard output is not a terminal (piped, logged): the embedded
+/// cluster in real time, every event as a line, until Ctrl-C.
 fn run_demo(path: Option<&Path>, speed: f64, approval: Option<Vec<String>>) -> ExitCode {
     let scenario = match load_scenario(path) {
         Ok(s) => s,

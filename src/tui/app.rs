@@ -1,0 +1,787 @@
+//! The console's state and how it changes: which view is shown, where the cursor is,
+//! what the operator is typing, and what a key does. Pure state: keys and snapshots go
+//! in, `Effect`s come out, and the event loop (or a test) carries the effects out. Every
+//! dangerous action passes through `App::dangerous`, the one gate that checks read-only
+//! mode and asks for confirmation.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use crate::control::approvals::Scope;
+use crate::control::controller::Snapshot;
+use crate::tui::console::{Reply, Request, Source};
+use crate::tui::keymap::{Action, Keymap};
+use crate::tui::logpane::LogPane;
+use crate::tui::theme::Theme;
+use crate::tui::views::{self, Details, View};
+use crate::tui::widgets::table::{Filter, TableView};
+
+/// What the event loop must do after a key.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Effect {
+    /// Send to the controller; the reply comes back through `App::on_reply`.
+    Request(Request),
+    Quit,
+}
+
+/// How long a status message stays.
+const STATUS_FOR: Duration = Duration::from_secs(8);
+
+/// A line in the footer: what just happened.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Status {
+    pub text: String,
+    pub error: bool,
+    pub since: Instant,
+}
+
+/// A dangerous request waiting for y/n.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Confirm {
+    pub prompt: String,
+    pub request: Request,
+}
+
+/// What keys go to.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Mode {
+    Normal,
+    /// Typing a filter; the previous one is restored on esc.
+    Filter {
+        input: String,
+        previous: Option<String>,
+    },
+    Command {
+        input: String,
+    },
+    Confirm(Confirm),
+    Details(Details),
+}
+
+/// The console's settings (config file and flags).
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// Dangerous actions that ask "y/n" first. approve-all always does.
+    pub confirm: BTreeSet<Action>,
+    /// Searched for `:theme NAME` before the built-in themes.
+    pub themes_dir: Option<PathBuf>,
+    /// Strip colours (NO_COLOR).
+    pub no_color: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings {
+            confirm: [Action::ApproveAll].into_iter().collect(),
+            themes_dir: None,
+            no_color: false,
+        }
+    }
+}
+
+/// One table per list view.
+#[derive(Clone, Debug, Default)]
+pub struct Tables {
+    pub nodepools: TableView,
+    pub nodes: TableView,
+    pub pending: TableView,
+    pub decisions: TableView,
+    pub events: TableView,
+    pub help: TableView,
+}
+
+impl Tables {
+    pub fn get_mut(&mut self, view: View) -> Option<&mut TableView> {
+        Some(match view {
+            View::NodePools => &mut self.nodepools,
+            View::Nodes => &mut self.nodes,
+            View::Pending => &mut self.pending,
+            View::Disruption => &mut self.decisions,
+            View::Events => &mut self.events,
+            View::Help => &mut self.help,
+            View::Overview => return None,
+        })
+    }
+
+    pub fn get(&self, view: View) -> Option<&TableView> {
+        Some(match view {
+            View::NodePools => &self.nodepools,
+            View::Nodes => &self.nodes,
+            View::Pending => &self.pending,
+            View::Disruption => &self.decisions,
+            View::Events => &self.events,
+            View::Help => &self.help,
+            View::Overview => return None,
+        })
+    }
+}
+
+/// The console.
+pub struct App {
+    pub snapshot: Arc<Snapshot>,
+    pub view: View,
+    pub tables: Tables,
+    /// Views whose rows predate the snapshot.
+    stale: BTreeSet<View>,
+    pub overview: Option<views::overview::Data>,
+    pub mode: Mode,
+    pub status: Option<Status>,
+    pub theme: Theme,
+    pub keymap: Keymap,
+    pub source: Source,
+    pub settings: Settings,
+    pub log: LogPane,
+    pub quit: bool,
+    dirty: bool,
+    /// Requests sent and not answered yet.
+    pub in_flight: usize,
+    /// Header and tab figures, computed once per snapshot.
+    pub figures: Figures,
+}
+
+/// What the header and tabs show, from one snapshot.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Figures {
+    pub nodes: usize,
+    pub cost: f64,
+    pub pending_pods: usize,
+}
+
+impl Figures {
+    fn of(s: &Snapshot) -> Figures {
+        Figures {
+            nodes: s.state.nodes.iter().filter(|n| !n.deleting).count(),
+            cost: s.state.nodes.iter().map(|n| n.price).sum(),
+            pending_pods: s
+                .state
+                .pods
+                .iter()
+                .filter(|p| views::pending::is_pending(p))
+                .count(),
+        }
+    }
+}
+
+impl App {
+    pub fn new(
+        snapshot: Arc<Snapshot>,
+        source: Source,
+        theme: Theme,
+        keymap: Keymap,
+        settings: Settings,
+        log: LogPane,
+    ) -> App {
+        let theme = if settings.no_color {
+            theme.without_colour()
+        } else {
+            theme
+        };
+        let mut app = App {
+            snapshot,
+            view: View::Overview,
+            tables: Tables::default(),
+            stale: View::ALL.iter().copied().collect(),
+            overview: None,
+            mode: Mode::Normal,
+            status: None,
+            theme,
+            keymap,
+            source,
+            settings,
+            log,
+            quit: false,
+            dirty: true,
+            in_flight: 0,
+            figures: Figures::default(),
+        };
+        app.figures = Figures::of(&app.snapshot);
+        app.refresh();
+        app
+    }
+
+    /// Takes a new snapshot: the visible view's rows are rebuilt now, the others when
+    /// they are next shown.
+    pub fn on_snapshot(&mut self, snapshot: Arc<Snapshot>) {
+        self.figures = Figures::of(&snapshot);
+        self.snapshot = snapshot;
+        self.stale = View::ALL.iter().copied().collect();
+        self.overview = None;
+        self.refresh();
+        self.dirty = true;
+    }
+
+    /// The controller answered a request.
+    pub fn on_reply(&mut self, reply: Reply) {
+        self.in_flight = self.in_flight.saturating_sub(1);
+        match reply {
+            Ok(text) => self.say(text),
+            Err(text) => self.warn(text),
+        }
+    }
+
+    /// Once a second: expires the status line. True when that changed what is shown.
+    pub fn on_tick(&mut self, now: Instant) -> bool {
+        if self
+            .status
+            .as_ref()
+            .is_some_and(|s| now.duration_since(s.since) >= STATUS_FOR)
+        {
+            self.status = None;
+            self.dirty = true;
+        }
+        if self.view == View::Events && self.log.changed() {
+            self.dirty = true;
+        }
+        self.dirty
+    }
+
+    /// Something changed since the last draw.
+    pub fn dirty(&self) -> bool {
+        self.dirty
+    }
+
+    pub fn drawn(&mut self) {
+        self.dirty = false;
+    }
+
+    pub fn mark_dirty(&mut self) {
+        self.dirty = true;
+    }
+
+    /// Shows a message in the footer (and logs it).
+    pub fn say(&mut self, text: String) {
+        tracing::info!("{text}");
+        self.status = Some(Status {
+            text,
+            error: false,
+            since: Instant::now(),
+        });
+        self.dirty = true;
+    }
+
+    /// Shows an error in the footer (and logs it).
+    pub fn warn(&mut self, text: String) {
+        tracing::warn!("{text}");
+        self.status = Some(Status {
+            text,
+            error: true,
+            since: Instant::now(),
+        });
+        self.dirty = true;
+    }
+
+    /// Rebuilds the rows of the view shown if they are stale.
+    fn refresh(&mut self) {
+        let view = self.view;
+        if view == View::Overview {
+            if self.overview.is_none() {
+                self.overview = Some(views::overview::Data::build(&self.snapshot));
+            }
+            return;
+        }
+        if !self.stale.remove(&view) {
+            return;
+        }
+        let rows = views::rows(view, &self.snapshot, &self.keymap);
+        if let Some(t) = self.tables.get_mut(view) {
+            t.set_rows(rows);
+        }
+    }
+
+    pub fn show(&mut self, view: View) {
+        self.view = view;
+        self.refresh();
+        self.dirty = true;
+    }
+
+    /// Handles one key. Returns what the event loop must do.
+    pub fn on_key(&mut self, key: KeyEvent) -> Vec<Effect> {
+        self.dirty = true;
+        match std::mem::replace(&mut self.mode, Mode::Normal) {
+            Mode::Normal => self.normal_key(key),
+            Mode::Filter { input, previous } => self.filter_key(key, input, previous),
+            Mode::Command { input } => self.command_key(key, input),
+            Mode::Confirm(c) => self.confirm_key(key, c),
+            Mode::Details(d) => self.details_key(key, d),
+        }
+    }
+
+    fn normal_key(&mut self, key: KeyEvent) -> Vec<Effect> {
+        let Some(action) = self.keymap.action(&key) else {
+            return Vec::new();
+        };
+        self.act(action)
+    }
+
+    /// Carries out an action (from a key, or a `:` command).
+    pub fn act(&mut self, action: Action) -> Vec<Effect> {
+        let view = self.view;
+        let n = View::ALL.len();
+        let idx = View::ALL.iter().position(|v| *v == view).unwrap_or(0);
+        match action {
+            Action::Quit => {
+                self.quit = true;
+                return vec![Effect::Quit];
+            }
+            Action::NextView => self.show(View::ALL[(idx + 1) % n]),
+            Action::PrevView => self.show(View::ALL[(idx + n - 1) % n]),
+            Action::ViewOverview => self.show(View::Overview),
+            Action::ViewNodePools => self.show(View::NodePools),
+            Action::ViewNodes => self.show(View::Nodes),
+            Action::ViewPending => self.show(View::Pending),
+            Action::ViewDisruption => self.show(View::Disruption),
+            Action::ViewEvents => self.show(View::Events),
+            Action::ViewHelp | Action::Help => self.show(View::Help),
+            Action::Down | Action::Up | Action::PageDown | Action::PageUp => {
+                if let Some(t) = self.tables.get_mut(view) {
+                    let step = match action {
+                        Action::Down => 1,
+                        Action::Up => -1,
+                        Action::PageDown => t.page(),
+                        _ => -t.page(),
+                    };
+                    t.move_by(step);
+                }
+            }
+            Action::Top => {
+                if let Some(t) = self.tables.get_mut(view) {
+                    t.top();
+                }
+            }
+            Action::Bottom => {
+                if let Some(t) = self.tables.get_mut(view) {
+                    t.bottom();
+                }
+            }
+            Action::Filter => {
+                if let Some(t) = self.tables.get(view) {
+                    let previous = t.filter().map(|f| f.text.clone());
+                    self.mode = Mode::Filter {
+                        input: previous.clone().unwrap_or_default(),
+                        previous,
+                    };
+                } else {
+                    self.warn(format!("the {} view has no rows to filter", view.title()));
+                }
+            }
+            Action::Command => {
+                self.mode = Mode::Command {
+                    input: String::new(),
+                }
+            }
+            Action::Sort | Action::SortReverse => {
+                let columns = views::columns(view).len();
+                if let Some(t) = self.tables.get_mut(view) {
+                    if action == Action::Sort {
+                        t.cycle_sort(columns);
+                    } else {
+                        t.reverse_sort();
+                    }
+                }
+            }
+            Action::Details => {
+                let id = self
+                    .tables
+                    .get(view)
+                    .and_then(|t| t.selected_row())
+                    .map(|r| r.id.clone());
+                match id.and_then(|id| views::details(view, &self.snapshot, &id)) {
+                    Some(d) => self.mode = Mode::Details(d),
+                    None => self.warn("nothing selected".into()),
+                }
+            }
+            Action::Back => {
+                if let Some(t) = self.tables.get_mut(view)
+                    && t.filter().is_some()
+                {
+                    t.set_filter(None);
+                    self.say("filter cleared".into());
+                }
+            }
+            Action::Approve => return self.approve_selected(),
+            Action::ApproveAll => return self.approve_visible(),
+            Action::Reject => return self.reject_selected(),
+            Action::Pause => {
+                let paused = self.snapshot.pauses.contains(&Scope::All);
+                return self.toggle_pause(Scope::All, paused, Action::Pause);
+            }
+            Action::PausePool => match self.selected_pool() {
+                Some(pool) => {
+                    let scope = Scope::NodePool(pool);
+                    let paused = self.snapshot.pauses.contains(&scope);
+                    return self.toggle_pause(scope, paused, Action::PausePool);
+                }
+                None => self.warn(
+                    "select a NodePool first (in the NodePools, Nodes or Disruption view)".into(),
+                ),
+            },
+        }
+        Vec::new()
+    }
+
+    /// The one gate for actions that change the cluster: read-only mode refuses them
+    /// (visibly), configured actions ask for confirmation, the rest go out at once.
+    fn dangerous(&mut self, action: Action, request: Request, prompt: String) -> Vec<Effect> {
+        debug_assert!(action.dangerous());
+        if self.source.read_only {
+            self.warn(format!(
+                "read-only: {} refused ({} is attached without write access)",
+                action.name(),
+                self.source.label
+            ));
+            return Vec::new();
+        }
+        if self.settings.confirm.contains(&action) {
+            self.mode = Mode::Confirm(Confirm { prompt, request });
+            return Vec::new();
+        }
+        self.send(request)
+    }
+
+    fn send(&mut self, request: Request) -> Vec<Effect> {
+        self.in_flight += 1;
+        vec![Effect::Request(request)]
+    }
+
+    /// The decision the cursor is on: a decision row, or the decision holding the
+    /// selected node.
+    pub fn selected_decision(&self) -> Option<u64> {
+        let row = self.tables.get(self.view)?.selected_row()?;
+        match self.view {
+            View::Disruption => views::disruption::decision_id(&row.id),
+            View::Nodes => self
+                .snapshot
+                .pending
+                .iter()
+                .find(|d| d.command.nodes().any(|n| n == row.id))
+                .map(|d| d.id),
+            _ => None,
+        }
+    }
+
+    fn selected_pool(&self) -> Option<String> {
+        let row = self.tables.get(self.view)?.selected_row()?;
+        match self.view {
+            View::NodePools => Some(row.id.clone()),
+            View::Nodes => self
+                .snapshot
+                .state
+                .node(&row.id)
+                .map(|n| n.nodepool.clone()),
+            View::Disruption => {
+                let id = views::disruption::decision_id(&row.id)?;
+                let d = self.snapshot.pending.iter().find(|d| d.id == id)?;
+                d.command.candidates.first().map(|c| c.nodepool.clone())
+            }
+            _ => None,
+        }
+    }
+
+    fn approve_selected(&mut self) -> Vec<Effect> {
+        let Some(id) = self.selected_decision() else {
+            self.warn("no decision selected: pick one in the Disruption view (5)".into());
+            return Vec::new();
+        };
+        let nodes = self.decision_nodes(id);
+        self.dangerous(
+            Action::Approve,
+            Request::Approve { ids: vec![id] },
+            format!("Approve decision #{id}, disrupting {nodes}?"),
+        )
+    }
+
+    fn approve_visible(&mut self) -> Vec<Effect> {
+        if self.view != View::Disruption {
+            self.warn("approve-all works on the decisions shown in the Disruption view (5)".into());
+            return Vec::new();
+        }
+        let ids: Vec<u64> = self
+            .tables
+            .decisions
+            .visible()
+            .filter_map(|r| views::disruption::decision_id(&r.id))
+            .collect();
+        if ids.is_empty() {
+            self.warn("no decisions to approve".into());
+            return Vec::new();
+        }
+        let nodes: usize = ids
+            .iter()
+            .filter_map(|id| self.snapshot.pending.iter().find(|d| d.id == *id))
+            .map(|d| d.command.candidates.len())
+            .sum();
+        let prompt = format!(
+            "Approve all {} visible decision{}, disrupting {nodes} node{}?",
+            ids.len(),
+            if ids.len() == 1 { "" } else { "s" },
+            if nodes == 1 { "" } else { "s" },
+        );
+        // Approving many at once always asks, whatever the config says.
+        if self.source.read_only {
+            return self.dangerous(Action::ApproveAll, Request::Approve { ids }, prompt);
+        }
+        self.mode = Mode::Confirm(Confirm {
+            prompt,
+            request: Request::Approve { ids },
+        });
+        Vec::new()
+    }
+
+    fn reject_selected(&mut self) -> Vec<Effect> {
+        let Some(id) = self.selected_decision() else {
+            self.warn("no decision selected: pick one in the Disruption view (5)".into());
+            return Vec::new();
+        };
+        let nodes = self.decision_nodes(id);
+        let reason = format!("rejected from the console by {}", self.source.actor);
+        self.dangerous(
+            Action::Reject,
+            Request::Reject { id, reason },
+            format!("Reject decision #{id} ({nodes})?"),
+        )
+    }
+
+    fn toggle_pause(&mut self, scope: Scope, paused: bool, action: Action) -> Vec<Effect> {
+        let (request, verb) = if paused {
+            (Request::Resume(scope.clone()), "Resume")
+        } else {
+            (Request::Pause(scope.clone()), "Pause")
+        };
+        self.dangerous(action, request, format!("{verb} disruption of {scope}?"))
+    }
+
+    fn decision_nodes(&self, id: u64) -> String {
+        match self.snapshot.pending.iter().find(|d| d.id == id) {
+            Some(d) => {
+                let names: Vec<&str> = d.command.nodes().collect();
+                match names.len() {
+                    1 => format!("node {}", names[0]),
+                    n => format!("{n} nodes: {}", names.join(", ")),
+                }
+            }
+            None => "nodes no longer pending".into(),
+        }
+    }
+
+    fn filter_key(
+        &mut self,
+        key: KeyEvent,
+        mut input: String,
+        previous: Option<String>,
+    ) -> Vec<Effect> {
+        let view = self.view;
+        match key.code {
+            KeyCode::Esc => {
+                let restored = previous.as_deref().and_then(|p| Filter::parse(p).ok());
+                if let Some(t) = self.tables.get_mut(view) {
+                    t.set_filter(restored);
+                }
+                return Vec::new();
+            }
+            KeyCode::Enter => return Vec::new(),
+            KeyCode::Backspace => {
+                input.pop();
+            }
+            KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => input.push(c),
+            _ => {}
+        }
+        // Live: every keystroke narrows the rows; an unfinished regex keeps the last
+        // good one and says why.
+        let parsed = if input.is_empty() || input == "!" {
+            Ok(None)
+        } else {
+            Filter::parse(&input).map(Some)
+        };
+        match parsed {
+            Ok(f) => {
+                if let Some(t) = self.tables.get_mut(view) {
+                    t.set_filter(f);
+                }
+                self.status = None;
+            }
+            Err(e) => {
+                self.status = Some(Status {
+                    text: e,
+                    error: true,
+                    since: Instant::now(),
+                })
+            }
+        }
+        self.mode = Mode::Filter { input, previous };
+        Vec::new()
+    }
+
+    fn command_key(&mut self, key: KeyEvent, mut input: String) -> Vec<Effect> {
+        match key.code {
+            KeyCode::Esc => Vec::new(),
+            KeyCode::Enter => self.run_command(&input),
+            KeyCode::Backspace => {
+                input.pop();
+                self.mode = Mode::Command { input };
+                Vec::new()
+            }
+            KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => {
+                input.push(c);
+                self.mode = Mode::Command { input };
+                Vec::new()
+            }
+            _ => {
+                self.mode = Mode::Command { input };
+                Vec::new()
+            }
+        }
+    }
+
+    /// `:` commands.
+    pub fn run_command(&mut self, line: &str) -> Vec<Effect> {
+        let mut words = line.split_whitespace();
+        let Some(cmd) = words.next() else {
+            return Vec::new();
+        };
+        let arg = words.next().map(str::to_string);
+        match cmd {
+            "q" | "q!" | "quit" => self.act(Action::Quit),
+            "nodepool" | "nodepools" | "np" => {
+                self.show(View::NodePools);
+                if let Some(name) = arg
+                    && !self.tables.nodepools.select_id(&name)
+                {
+                    self.warn(format!("no NodePool {name:?}"));
+                }
+                Vec::new()
+            }
+            "nodes" | "node" | "nodeclaims" | "nc" => self.act(Action::ViewNodes),
+            "pods" | "pending" => self.act(Action::ViewPending),
+            "disruption" | "decisions" => self.act(Action::ViewDisruption),
+            "events" | "log" => self.act(Action::ViewEvents),
+            "help" => self.act(Action::ViewHelp),
+            "overview" => self.act(Action::ViewOverview),
+            "pause" | "resume" => {
+                let pause = cmd == "pause";
+                let (scope, action) = match arg {
+                    None => (Scope::All, Action::Pause),
+                    Some(a) => match Scope::parse(&a) {
+                        Ok(Scope::NodePool(p))
+                            if !self.snapshot.state.nodepools.contains_key(&p) =>
+                        {
+                            self.warn(format!("no NodePool {p:?}"));
+                            return Vec::new();
+                        }
+                        Ok(s @ Scope::All) => (s, Action::Pause),
+                        Ok(s) => (s, Action::PausePool),
+                        Err(e) => {
+                            self.warn(e);
+                            return Vec::new();
+                        }
+                    },
+                };
+                self.toggle_pause(scope, !pause, action)
+            }
+            "theme" => {
+                match arg {
+                    None => {
+                        let names = Theme::available(self.settings.themes_dir.as_deref());
+                        self.say(format!(
+                            "themes: {} (now {})",
+                            names.join(", "),
+                            self.theme.name
+                        ));
+                    }
+                    Some(name) => match Theme::load(&name, self.settings.themes_dir.as_deref()) {
+                        Ok(t) => {
+                            self.theme = if self.settings.no_color {
+                                t.without_colour()
+                            } else {
+                                t
+                            };
+                            self.say(format!("theme {name}"));
+                        }
+                        Err(e) => self.warn(e.to_string()),
+                    },
+                }
+                Vec::new()
+            }
+            other => {
+                self.warn(format!(
+                    ":{other}: unknown command (nodepool NAME, pause [POOL], resume [POOL], theme NAME, q)"
+                ));
+                Vec::new()
+            }
+        }
+    }
+
+    fn confirm_key(&mut self, key: KeyEvent, c: Confirm) -> Vec<Effect> {
+        match key.code {
+            KeyCode::Char('y') | KeyCode::Char('Y') | KeyCode::Enter => self.send(c.request),
+            KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc | KeyCode::Char('q') => {
+                self.say("cancelled".into());
+                Vec::new()
+            }
+            _ => {
+                self.mode = Mode::Confirm(c);
+                Vec::new()
+            }
+        }
+    }
+
+    fn details_key(&mut self, key: KeyEvent, mut d: Details) -> Vec<Effect> {
+        let action = self.keymap.action(&key);
+        match (key.code, action) {
+            (KeyCode::Esc | KeyCode::Enter | KeyCode::Char('q'), _) => return Vec::new(),
+            (_, Some(Action::Down)) => d.scroll = d.scroll.saturating_add(1),
+            (_, Some(Action::Up)) => d.scroll = d.scroll.saturating_sub(1),
+            (_, Some(Action::PageDown)) => d.scroll = d.scroll.saturating_add(20),
+            (_, Some(Action::PageUp)) => d.scroll = d.scroll.saturating_sub(20),
+            (_, Some(Action::Top)) => d.scroll = 0,
+            (_, Some(Action::Bottom)) => d.scroll = d.lines.len().saturating_sub(1) as u16,
+            _ => {}
+        }
+        d.scroll = d.scroll.min(d.lines.len().saturating_sub(1) as u16);
+        self.mode = Mode::Details(d);
+        Vec::new()
+    }
+
+    /// The actions the footer offers here, most useful first.
+    pub fn hints(&self) -> Vec<Action> {
+        match &self.mode {
+            Mode::Normal => {}
+            _ => return Vec::new(),
+        }
+        let mut v = match self.view {
+            View::Disruption => vec![
+                Action::Approve,
+                Action::Reject,
+                Action::ApproveAll,
+                Action::PausePool,
+                Action::Details,
+            ],
+            View::Nodes => vec![
+                Action::Approve,
+                Action::Reject,
+                Action::PausePool,
+                Action::Details,
+            ],
+            View::NodePools => vec![Action::PausePool, Action::Details],
+            View::Pending | View::Events => vec![Action::Details],
+            View::Overview | View::Help => vec![],
+        };
+        v.push(Action::Pause);
+        if self.tables.get(self.view).is_some() {
+            v.extend([Action::Filter, Action::Sort]);
+        }
+        v.extend([
+            Action::Command,
+            Action::NextView,
+            Action::Help,
+            Action::Quit,
+        ]);
+        if self.source.read_only {
+            v.retain(|a| !a.dangerous());
+        }
+        v
+    }
+}

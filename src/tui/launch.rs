@@ -1,0 +1,185 @@
+//! Starting the console: reads the config, keymap and theme (reporting, never failing
+//! on, a bad file), wires the embedded world to a `Console`, runs the event loop, and
+//! renders screenshots. main.rs only picks which of these to call.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ratatui::style::Color;
+
+use crate::simulation::Simulation;
+use crate::tui::app::{App, Settings};
+use crate::tui::config;
+use crate::tui::console;
+use crate::tui::frame;
+use crate::tui::keymap::Keymap;
+use crate::tui::logpane::LogPane;
+use crate::tui::screenshot;
+use crate::tui::terminal::{self, LoopStats};
+use crate::tui::theme::{self, Theme};
+use crate::tui::views::View;
+
+/// What the command line says about the console.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    pub theme: Option<String>,
+    pub config: Option<PathBuf>,
+    pub keymap: Option<PathBuf>,
+    pub read_only: bool,
+}
+
+/// Theme, keys and settings, plus every problem found on the way.
+pub struct Prepared {
+    pub theme: Theme,
+    pub keymap: Keymap,
+    pub settings: Settings,
+    pub actor: String,
+    pub warnings: Vec<String>,
+}
+
+/// Reads what the console needs from disk. Bad files become warnings and defaults.
+pub fn prepare(opts: &Options) -> Prepared {
+    let loaded = config::load(opts.config.as_deref(), opts.keymap.as_deref());
+    let mut warnings = loaded.warnings;
+    let wanted = opts
+        .theme
+        .clone()
+        .or_else(|| loaded.file.theme.clone())
+        .unwrap_or_else(|| theme::DEFAULT.to_string());
+    let theme = match Theme::load(&wanted, loaded.themes_dir.as_deref()) {
+        Ok(t) => t,
+        Err(e) => {
+            warnings.push(format!("{e}; using the {} theme", theme::DEFAULT));
+            Theme::default()
+        }
+    };
+    let actor = loaded.file.actor.clone().unwrap_or_else(|| {
+        let user = std::env::var("USER")
+            .or_else(|_| std::env::var("USERNAME"))
+            .unwrap_or_else(|_| "operator".into());
+        format!("console:{user}")
+    });
+    Prepared {
+        theme,
+        keymap: loaded.keymap,
+        settings: Settings {
+            confirm: loaded.confirm,
+            themes_dir: loaded.themes_dir,
+            no_color: theme::no_color_requested(),
+        },
+        actor,
+        warnings,
+    }
+}
+
+/// Runs the console over an embedded simulation until the operator quits. Returns the
+/// simulation (for the closing summary) and the loop's counters.
+pub async fn run_embedded(
+    sim: Simulation,
+    label: String,
+    opts: &Options,
+    log: LogPane,
+) -> std::io::Result<(Option<Simulation>, LoopStats)> {
+    let p = prepare(opts);
+    let (console, driver) = console::embedded(sim, label, opts.read_only, p.actor.clone());
+    let driver = tokio::spawn(driver);
+    let snapshot = console.snapshots().borrow().clone();
+    let mut app = App::new(
+        snapshot,
+        console.source.clone(),
+        p.theme,
+        p.keymap,
+        p.settings,
+        log,
+    );
+    for w in &p.warnings {
+        app.warn(w.clone());
+    }
+    let stats = terminal::run(console, app).await?;
+    // The console is gone: the driver sees its request channel close and stops.
+    let sim = match tokio::time::timeout(Duration::from_secs(5), driver).await {
+        Ok(Ok(sim)) => Some(sim),
+        _ => None,
+    };
+    Ok((sim, stats))
+}
+
+/// Parses "160x45".
+pub fn parse_size(s: &str) -> Result<(u16, u16), String> {
+    let (w, h) = s
+        .split_once(['x', 'X'])
+        .ok_or_else(|| format!("--size {s:?}: expected COLSxROWS, e.g. 160x45"))?;
+    let w: u16 = w
+        .trim()
+        .parse()
+        .map_err(|_| format!("--size {s:?}: columns must be a number"))?;
+    let h: u16 = h
+        .trim()
+        .parse()
+        .map_err(|_| format!("--size {s:?}: rows must be a number"))?;
+    if !(40..=500).contains(&w) || !(12..=200).contains(&h) {
+        return Err(format!("--size {s:?}: between 40x12 and 500x200"));
+    }
+    Ok((w, h))
+}
+
+/// The colours an SVG uses where the theme says "the terminal's": a neutral dark
+/// terminal.
+fn defaults(theme: &Theme) -> (Color, Color) {
+    let pick = |c: Option<Color>, fallback| match c {
+        None | Some(Color::Reset) => fallback,
+        Some(c) => c,
+    };
+    (
+        pick(theme.styles.base.fg, Color::Rgb(0xd4, 0xd4, 0xd4)),
+        pick(theme.styles.base.bg, Color::Rgb(0x1e, 0x1e, 0x1e)),
+    )
+}
+
+/// Renders a view of the demo at `at` into `out` (.svg or .png).
+pub async fn screenshot(
+    view: &str,
+    theme_name: Option<&str>,
+    size: &str,
+    at: Option<Duration>,
+    out: &Path,
+) -> Result<(), String> {
+    let view = View::parse(view).ok_or_else(|| {
+        format!(
+            "--view {view:?}: one of {}",
+            View::ALL.map(|v| v.slug()).join(", ")
+        )
+    })?;
+    let (w, h) = parse_size(size)?;
+    let theme = Theme::load(
+        theme_name.unwrap_or(theme::DEFAULT),
+        config::config_dir().map(|d| d.join("themes")).as_deref(),
+    )
+    .map_err(|e| e.to_string())?;
+    let snapshot = frame::demo_snapshot(at.unwrap_or_else(|| frame::moment(view))).await?;
+    let mut app = frame::app(Arc::clone(&snapshot), theme.clone(), false);
+    app.source.actor = "console:screenshot".into();
+    app.show(view);
+    let buffer = frame::draw(&mut app, w, h);
+    let (fg, bg) = defaults(&theme);
+    let svg = screenshot::to_svg(&buffer, fg, bg);
+    let ext = out
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    let bytes = match ext.as_deref() {
+        Some("svg") => svg.into_bytes(),
+        Some("png") => screenshot::to_png(&svg, 1.0).map_err(|e| e.to_string())?,
+        _ => {
+            return Err(format!(
+                "--out {}: the file must end in .svg or .png",
+                out.display()
+            ));
+        }
+    };
+    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    std::fs::write(out, bytes).map_err(|e| format!("{}: {e}", out.display()))
+}

@@ -1,0 +1,225 @@
+//! One frame: header (what is attached, read-only or not, the snapshot's time, cost,
+//! pauses), the tabs, the view, the footer (the keys that apply here, or the prompt, or
+//! the last message), and any popup on top.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
+
+use crate::tui::app::{App, Mode};
+use crate::tui::format;
+use crate::tui::views::{self, View};
+use crate::tui::widgets::popup::centered;
+
+/// Draws the whole console.
+pub fn draw(frame: &mut Frame, app: &mut App) {
+    let area = frame.area();
+    let styles = app.theme.styles.clone();
+    frame.render_widget(Block::default().style(styles.base), area);
+    let [header, tabs, body, footer] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Length(1),
+        Constraint::Min(3),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+    draw_header(frame, header, app);
+    draw_tabs(frame, tabs, app);
+    views::render(frame, body, app);
+    draw_footer(frame, footer, app);
+    match &app.mode {
+        Mode::Details(d) => {
+            let r = centered(
+                body,
+                body.width.saturating_sub(8).max(20),
+                body.height.saturating_sub(2).max(5),
+            );
+            frame.render_widget(Clear, r);
+            let lines: Vec<Line> = d
+                .lines
+                .iter()
+                .map(|(tone, text)| {
+                    let st = tone.style(&styles);
+                    Line::styled(text.as_str(), st)
+                })
+                .collect();
+            let title = Line::from(vec![
+                Span::styled(format!(" {} ", d.title), styles.title),
+                Span::styled(
+                    format!(
+                        "{}/{} (j/k scroll, esc close) ",
+                        d.scroll as usize + 1,
+                        d.lines.len()
+                    ),
+                    styles.muted,
+                ),
+            ]);
+            frame.render_widget(
+                Paragraph::new(lines)
+                    .style(styles.popup)
+                    .scroll((d.scroll, 0))
+                    .block(
+                        Block::default()
+                            .borders(Borders::ALL)
+                            .border_style(styles.title)
+                            .style(styles.popup)
+                            .title(title),
+                    ),
+                r,
+            );
+        }
+        Mode::Confirm(c) => {
+            let w = (c.prompt.chars().count() as u16 + 6).clamp(30, body.width);
+            let r = centered(body, w, 5);
+            frame.render_widget(Clear, r);
+            let lines = vec![
+                Line::styled(c.prompt.as_str(), styles.danger),
+                Line::from(vec![
+                    Span::styled("y", styles.key),
+                    Span::styled("/enter confirm   ", styles.footer),
+                    Span::styled("n", styles.key),
+                    Span::styled("/esc cancel", styles.footer),
+                ]),
+            ];
+            frame.render_widget(
+                Paragraph::new(lines)
+                    .wrap(Wrap { trim: true })
+                    .style(styles.popup)
+                    .block(
+                        Block::default()
+                            .borders(Borders::ALL)
+                            .border_style(styles.danger)
+                            .style(styles.popup)
+                            .title(Span::styled(" Confirm ", styles.danger)),
+                    ),
+                r,
+            );
+        }
+        _ => {}
+    }
+}
+
+fn draw_header(frame: &mut Frame, area: Rect, app: &App) {
+    let s = &app.theme.styles;
+    let snap = &app.snapshot;
+    let mode = if app.source.read_only {
+        " READ-ONLY "
+    } else {
+        " READ-WRITE "
+    };
+    let (cost, nodes) = (app.figures.cost, app.figures.nodes);
+    let mut spans = vec![
+        Span::styled(" karpenter-tui ", s.title.patch(s.header)),
+        Span::styled(mode, s.mode),
+        Span::styled(format!(" {} ", app.source.label), s.header),
+        Span::styled(
+            format!("│ {} ", snap.at.format("%Y-%m-%d %H:%M:%S UTC")),
+            s.header,
+        ),
+        Span::styled(
+            format!("│ {nodes} nodes │ {} ", format::per_hour(cost)),
+            s.header,
+        ),
+    ];
+    if !snap.pauses.is_empty() {
+        let scopes: Vec<String> = snap.pauses.iter().map(|p| p.to_string()).collect();
+        spans.push(Span::styled(
+            format!("│ PAUSED: {} ", scopes.join(", ")),
+            s.header.patch(s.warn),
+        ));
+    }
+    if app.in_flight > 0 {
+        spans.push(Span::styled("│ working… ", s.header));
+    }
+    frame.render_widget(Paragraph::new(Line::from(spans)).style(s.header), area);
+}
+
+fn draw_tabs(frame: &mut Frame, area: Rect, app: &App) {
+    let s = &app.theme.styles;
+    let snap = &app.snapshot;
+    let mut spans = Vec::new();
+    for (i, v) in View::ALL.iter().enumerate() {
+        let badge = match v {
+            View::Disruption if !snap.pending.is_empty() => format!(" ({})", snap.pending.len()),
+            View::Pending if app.figures.pending_pods > 0 => {
+                format!(" ({})", app.figures.pending_pods)
+            }
+            _ => String::new(),
+        };
+        let style = if *v == app.view { s.tab_active } else { s.tab };
+        spans.push(Span::styled(
+            format!(" {} {}{} ", i + 1, v.title(), badge),
+            style,
+        ));
+        spans.push(Span::styled(" ", s.tab));
+    }
+    frame.render_widget(Paragraph::new(Line::from(spans)).style(s.tab), area);
+}
+
+fn draw_footer(frame: &mut Frame, area: Rect, app: &App) {
+    let s = &app.theme.styles;
+    let line = match &app.mode {
+        Mode::Filter { input, .. } => {
+            let mut v = vec![
+                Span::styled("/", s.key),
+                Span::styled(input.as_str(), s.footer),
+                Span::styled("▏", s.key),
+                Span::styled("   enter keep  esc cancel  (regex; ! inverts)", s.muted),
+            ];
+            if let Some(st) = &app.status {
+                v.push(Span::styled(format!("   {}", st.text), s.bad));
+            }
+            Line::from(v)
+        }
+        Mode::Command { input } => Line::from(vec![
+            Span::styled(":", s.key),
+            Span::styled(input.as_str(), s.footer),
+            Span::styled("▏", s.key),
+            Span::styled(
+                "   nodepool NAME · pause [POOL] · resume [POOL] · theme NAME · q",
+                s.muted,
+            ),
+        ]),
+        _ => match &app.status {
+            Some(st) => Line::styled(format!(" {}", st.text), if st.error { s.bad } else { s.ok }),
+            None => {
+                let mut v = Vec::new();
+                for a in app.hints() {
+                    v.push(Span::styled(format!(" {}", app.keymap.hint(a)), s.key));
+                    let word = short(a);
+                    v.push(Span::styled(
+                        format!(" {word} "),
+                        if a.dangerous() {
+                            s.footer.patch(s.danger)
+                        } else {
+                            s.footer
+                        },
+                    ));
+                }
+                Line::from(v)
+            }
+        },
+    };
+    frame.render_widget(Paragraph::new(line).style(s.footer), area);
+}
+
+/// The footer's word for an action.
+fn short(a: crate::tui::keymap::Action) -> &'static str {
+    use crate::tui::keymap::Action::*;
+    match a {
+        Approve => "approve",
+        ApproveAll => "approve all",
+        Reject => "reject",
+        Pause => "pause all",
+        PausePool => "pause pool",
+        Details => "details",
+        Filter => "filter",
+        Sort => "sort",
+        Command => "command",
+        NextView => "next view",
+        Help => "help",
+        Quit => "quit",
+        other => other.name(),
+    }
+}

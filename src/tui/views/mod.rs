@@ -1,0 +1,138 @@
+//! The views, one file each. A list view has columns, builds its rows from a snapshot
+//! (once per snapshot, not per frame) and can describe a row in detail; the overview and
+//! the help are drawn from precomputed data. `View` lists them in tab order.
+
+pub mod details;
+pub mod disruption;
+pub mod events;
+pub mod help;
+pub mod nodepools;
+pub mod nodes;
+pub mod overview;
+pub mod pending;
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+
+use crate::control::controller::Snapshot;
+use crate::tui::app::App;
+use crate::tui::keymap::Keymap;
+use crate::tui::widgets::table::{Column, Row, Tone};
+
+/// The views, in tab order (keys 1-7).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum View {
+    Overview,
+    NodePools,
+    Nodes,
+    Pending,
+    Disruption,
+    Events,
+    Help,
+}
+
+impl View {
+    pub const ALL: [View; 7] = [
+        View::Overview,
+        View::NodePools,
+        View::Nodes,
+        View::Pending,
+        View::Disruption,
+        View::Events,
+        View::Help,
+    ];
+
+    pub fn title(self) -> &'static str {
+        match self {
+            View::Overview => "Overview",
+            View::NodePools => "NodePools",
+            View::Nodes => "Nodes",
+            View::Pending => "Pending",
+            View::Disruption => "Disruption",
+            View::Events => "Events",
+            View::Help => "Help",
+        }
+    }
+
+    /// The name `screenshot --view` takes.
+    pub fn slug(self) -> &'static str {
+        match self {
+            View::Overview => "overview",
+            View::NodePools => "nodepools",
+            View::Nodes => "nodes",
+            View::Pending => "pending",
+            View::Disruption => "disruption",
+            View::Events => "events",
+            View::Help => "help",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<View> {
+        View::ALL.into_iter().find(|v| {
+            v.slug() == s.to_ascii_lowercase()
+                || (s == "nodeclaims" && *v == View::Nodes)
+                || (s == "pods" && *v == View::Pending)
+                || (s == "journal" && *v == View::Events)
+        })
+    }
+}
+
+/// A row described in full: shown in a popup over the view.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Details {
+    pub title: String,
+    /// Text lines with their colour (headings are Accent).
+    pub lines: Vec<(Tone, String)>,
+    pub scroll: u16,
+}
+
+/// The columns of a list view.
+pub fn columns(view: View) -> &'static [Column] {
+    match view {
+        View::NodePools => nodepools::COLUMNS,
+        View::Nodes => nodes::COLUMNS,
+        View::Pending => pending::COLUMNS,
+        View::Disruption => disruption::COLUMNS,
+        View::Events => events::COLUMNS,
+        View::Help => help::COLUMNS,
+        View::Overview => &[],
+    }
+}
+
+/// The rows of a list view for a snapshot.
+pub fn rows(view: View, s: &Snapshot, keymap: &Keymap) -> Vec<Row> {
+    match view {
+        View::NodePools => nodepools::rows(s),
+        View::Nodes => nodes::rows(s),
+        View::Pending => pending::rows(s),
+        View::Disruption => disruption::rows(s),
+        View::Events => events::rows(s),
+        View::Help => help::rows(keymap),
+        View::Overview => Vec::new(),
+    }
+}
+
+/// The details of one row.
+pub fn details(view: View, s: &Snapshot, id: &str) -> Option<Details> {
+    match view {
+        View::NodePools => nodepools::details(s, id),
+        View::Nodes => nodes::details(s, id),
+        View::Pending => pending::details(s, id),
+        View::Disruption => disruption::details(s, id),
+        View::Events => events::details(s, id),
+        View::Help | View::Overview => None,
+    }
+}
+
+/// Draws the body of the view shown.
+pub fn render(frame: &mut Frame, area: Rect, app: &mut App) {
+    match app.view {
+        View::Overview => overview::render(frame, area, app),
+        View::NodePools => nodepools::render(frame, area, app),
+        View::Nodes => nodes::render(frame, area, app),
+        View::Pending => pending::render(frame, area, app),
+        View::Disruption => disruption::render(frame, area, app),
+        View::Events => events::render(frame, area, app),
+        View::Help => help::render(frame, area, app),
+    }
+}

@@ -1,0 +1,326 @@
+//! Nodes: one row per NodeClaim in the style of eks-node-viewer (instance type, zone,
+//! capacity type, price, age, CPU and memory request bars, pods / max pods), its
+//! lifecycle, and why the disruption pass does or does not touch it. The panel under the
+//! table spells out the selected node's explanation in full.
+
+use chrono::TimeDelta;
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
+use serde_json::json;
+
+use super::Details;
+use super::details::{Builder, condition};
+use crate::control::controller::Snapshot;
+use crate::control::orchestration::Phase;
+use crate::engine::catalog::CapacityType;
+use crate::engine::disruption::Outcome;
+use crate::engine::resources::Resources;
+use crate::engine::state::StateNode;
+use crate::tui::app::App;
+use crate::tui::format;
+use crate::tui::widgets::table::{BarKind, Cell, Column, Row, Tone, col};
+
+pub const COLUMNS: &[Column] = &[
+    col("NODE", Constraint::Length(29)),
+    col("POOL", Constraint::Length(9)),
+    col("TYPE", Constraint::Length(11)),
+    col("ZONE", Constraint::Length(10)),
+    col("CAP", Constraint::Length(4)),
+    col("PRICE", Constraint::Length(7)),
+    col("AGE", Constraint::Length(6)),
+    col("CPU", Constraint::Length(15)),
+    col("MEMORY", Constraint::Length(15)),
+    col("PODS", Constraint::Length(6)),
+    col("STATE", Constraint::Length(14)),
+    col("DISRUPTION", Constraint::Min(10)),
+];
+
+/// What a node is doing, in the words of the NodeClaim lifecycle.
+pub fn lifecycle(s: &Snapshot, n: &StateNode, workload_pods: usize) -> (String, Tone) {
+    if n.deleting {
+        return if workload_pods > 0 {
+            ("draining".into(), Tone::Bad)
+        } else {
+            ("deleting".into(), Tone::Bad)
+        };
+    }
+    if let Some(e) = s
+        .running
+        .iter()
+        .find(|e| e.command.nodes().any(|c| c == n.name))
+    {
+        let what = match &e.phase {
+            Phase::WaitingForReplacements { .. } => "disrupting",
+            Phase::Draining { .. } => "draining",
+            Phase::Deleted => "deleted",
+            Phase::Failed { .. } => "disruption failed",
+        };
+        return (format!("{what} #{}", e.id), Tone::Bad);
+    }
+    if let Some(d) = s
+        .pending
+        .iter()
+        .find(|d| d.command.nodes().any(|c| c == n.name))
+    {
+        return (format!("awaiting #{}", d.id), Tone::Warn);
+    }
+    if !n.registered {
+        return ("launching".into(), Tone::Muted);
+    }
+    if !n.ready {
+        return ("not ready".into(), Tone::Bad);
+    }
+    if !n.initialized {
+        return ("registered".into(), Tone::Muted);
+    }
+    let drifted = n.nodeclass_drift.is_some()
+        || matches!(
+            s.outcomes.get(&n.name),
+            Some(Outcome::Chosen { method, .. } | Outcome::Eligible { method, .. })
+                if *method == crate::engine::disruption::Method::Drift
+        );
+    if drifted {
+        return ("drifted".into(), Tone::Warn);
+    }
+    if let Some(at) = n.expires_at() {
+        let left = at - s.at;
+        if left <= TimeDelta::zero() {
+            return ("expired".into(), Tone::Warn);
+        }
+        if left < TimeDelta::days(1) {
+            return (format!("expires in {}", format::age(left)), Tone::Warn);
+        }
+    }
+    ("initialized".into(), Tone::Ok)
+}
+
+/// Per node: requested resources and workload pods (DaemonSet pods count toward the
+/// requests, not toward "draining").
+fn usage(s: &Snapshot) -> Vec<(Resources, usize, usize)> {
+    let by_node = s.state.pods_by_node();
+    by_node
+        .iter()
+        .map(|idx| {
+            let mut r = Resources::default();
+            let mut workload = 0;
+            let mut count = 0;
+            for &i in idx {
+                let p = &s.state.pods[i];
+                if p.is_terminal() {
+                    continue;
+                }
+                r.add(&p.requests);
+                count += 1;
+                if !p.is_daemonset() && !p.is_static() {
+                    workload += 1;
+                }
+            }
+            (r, count, workload)
+        })
+        .collect()
+}
+
+fn capacity(c: CapacityType) -> &'static str {
+    match c {
+        CapacityType::Spot => "spot",
+        CapacityType::OnDemand => "od",
+        CapacityType::Reserved => "rsv",
+    }
+}
+
+pub fn rows(s: &Snapshot) -> Vec<Row> {
+    let usage = usage(s);
+    s.state
+        .nodes
+        .iter()
+        .zip(usage)
+        .map(|(n, (req, pods, workload))| {
+            let cpu = req.cpu as f64 / n.allocatable.cpu.max(1) as f64;
+            let mem = req.memory as f64 / n.allocatable.memory.max(1) as f64;
+            let (state, tone) = lifecycle(s, n, workload);
+            let age = s.at - n.created;
+            let (why, why_tone) = match s.outcomes.get(&n.name) {
+                Some(o @ Outcome::Chosen { .. }) => (o.to_string(), Tone::Warn),
+                Some(o @ Outcome::Eligible { .. }) => (o.to_string(), Tone::Accent),
+                Some(o) => (o.to_string(), Tone::Muted),
+                None => ("-".into(), Tone::Muted),
+            };
+            Row::new(
+                n.name.clone(),
+                vec![
+                    Cell::text(n.name.clone()),
+                    Cell::text(n.nodepool.clone()),
+                    Cell::text(n.instance_type.clone()),
+                    Cell::text(n.zone.clone()),
+                    Cell::text(capacity(n.capacity_type)),
+                    Cell::num(format!("${:.4}", n.price), n.price),
+                    Cell::num(format::age(age), age.num_seconds() as f64),
+                    Cell::bar(
+                        format!(
+                            "{}/{}",
+                            format::cores(req.cpu),
+                            format::cores(n.allocatable.cpu)
+                        ),
+                        cpu,
+                        BarKind::Cpu,
+                    ),
+                    Cell::bar(
+                        format!(
+                            "{}/{}",
+                            format::bytes(req.memory),
+                            format::bytes(n.allocatable.memory)
+                        ),
+                        mem,
+                        BarKind::Memory,
+                    ),
+                    Cell::num(format!("{pods}/{}", n.allocatable.pods / 1000), pods as f64),
+                    Cell::text(state).tone(tone),
+                    Cell::text(why).tone(why_tone),
+                ],
+            )
+        })
+        .collect()
+}
+
+pub fn render(frame: &mut Frame, area: Rect, app: &mut App) {
+    let [table, explain] =
+        Layout::vertical([Constraint::Min(5), Constraint::Length(5)]).areas(area);
+    let styles = app.theme.styles.clone();
+    app.tables
+        .nodes
+        .render(frame, table, "Nodes", COLUMNS, &styles, true);
+    let selected = app.tables.nodes.selected_row().map(|r| r.id.clone());
+    let s = &app.snapshot;
+    let lines: Vec<Line> = match selected.as_deref().and_then(|id| s.state.node(id)) {
+        None => vec![Line::styled("no node selected", styles.muted)],
+        Some(n) => {
+            let (state, tone) = lifecycle(s, n, 0);
+            let why = s
+                .outcomes
+                .get(&n.name)
+                .map(|o| o.to_string())
+                .unwrap_or_else(|| "not looked at by a disruption pass yet".into());
+            vec![
+                Line::from(vec![
+                    Span::styled(format!("{} ", n.name), styles.title),
+                    Span::styled(format!("({}) ", n.nodeclaim), styles.muted),
+                    Span::styled(state, tone.style(&styles)),
+                    Span::styled(
+                        format!(
+                            "  {} {} {}  {}",
+                            n.instance_type,
+                            n.zone,
+                            n.capacity_type.as_str(),
+                            format::per_hour(n.price)
+                        ),
+                        styles.muted,
+                    ),
+                ]),
+                Line::from(vec![Span::styled("why: ", styles.muted), Span::raw(why)]),
+            ]
+        }
+    };
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(styles.border)
+        .title(Span::styled(" Disruption explanation ", styles.title));
+    frame.render_widget(
+        Paragraph::new(lines).wrap(Wrap { trim: true }).block(block),
+        explain,
+    );
+}
+
+/// The node as its NodeClaim, its conditions, its pods and the explanation.
+pub fn details(s: &Snapshot, id: &str) -> Option<Details> {
+    let n = s.state.node(id)?;
+    let mut b = Builder::default();
+    let taints: Vec<_> = n.taints.iter().collect();
+    let mut status = json!({
+        "nodeName": if n.registered { Some(&n.name) } else { None },
+        "capacity": n.allocatable.to_map(),
+        "allocatable": n.allocatable.to_map(),
+    });
+    if let Some(t) = n.last_pod_event {
+        status["lastPodEventTime"] = json!(t.to_rfc3339());
+    }
+    let mut metadata = json!({
+        "name": n.nodeclaim,
+        "labels": n.labels,
+        "annotations": n.annotations,
+        "creationTimestamp": n.created.to_rfc3339(),
+    });
+    if n.deleting {
+        metadata["deletionTimestamp"] = json!("(set)");
+    }
+    let object = json!({
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodeClaim",
+        "metadata": metadata,
+        "spec": {
+            "taints": taints,
+            "expireAfter": n
+                .expire_after
+                .and_then(|d| d.to_std().ok())
+                .map(crate::api::duration::format_go)
+                .unwrap_or_else(|| "Never".into()),
+        },
+        "status": status,
+    });
+    b.heading("Conditions");
+    condition(
+        &mut b,
+        "Launched",
+        true,
+        &format!("{} in {}", n.instance_type, n.zone),
+    );
+    condition(&mut b, "Registered", n.registered, "");
+    condition(&mut b, "Initialized", n.initialized, "");
+    condition(&mut b, "Ready", n.ready, "");
+    let drift = n.nodeclass_drift.clone().unwrap_or_default();
+    condition(&mut b, "Drifted", n.nodeclass_drift.is_some(), &drift);
+    if let Some(at) = n.expires_at() {
+        b.line(
+            Tone::Muted,
+            format!(
+                "expires at {} ({})",
+                at.format("%Y-%m-%d %H:%M:%S UTC"),
+                format::relative(at - s.at)
+            ),
+        );
+    }
+    b.heading("Disruption");
+    let (state, tone) = lifecycle(s, n, 0);
+    b.line(tone, format!("lifecycle: {state}"));
+    match s.outcomes.get(&n.name) {
+        Some(o) => b.line(Tone::Normal, o.to_string()),
+        None => b.line(Tone::Muted, "not looked at by a disruption pass yet"),
+    };
+    let pods: Vec<&crate::engine::pod::Pod> = s
+        .state
+        .pods
+        .iter()
+        .filter(|p| p.node_name.as_deref() == Some(n.name.as_str()))
+        .collect();
+    b.heading(&format!("Pods ({})", pods.len()));
+    for p in pods {
+        b.line(
+            Tone::Normal,
+            format!(
+                "{:<48} cpu {:>6}  memory {:>7}{}",
+                p.key.to_string(),
+                format::cores(p.requests.cpu),
+                format::bytes(p.requests.memory),
+                if p.do_not_disrupt().is_some() {
+                    "  do-not-disrupt"
+                } else {
+                    ""
+                }
+            ),
+        );
+    }
+    b.heading("NodeClaim");
+    b.yaml(&object);
+    Some(b.finish(format!("NodeClaim {} / Node {}", n.nodeclaim, n.name)))
+}

@@ -1,0 +1,132 @@
+//! Pending pods: every pod without a node, why it waits (the scheduler's reason from the
+//! last provisioning round), and the NodeClaim or node it is nominated to.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Rect};
+use serde_json::json;
+
+use super::Details;
+use super::details::{Builder, condition};
+use crate::control::controller::Snapshot;
+use crate::engine::pod::Pod;
+use crate::tui::app::App;
+use crate::tui::format;
+use crate::tui::widgets::table::{Cell, Column, Row, Tone, col};
+
+pub const COLUMNS: &[Column] = &[
+    col("POD", Constraint::Length(40)),
+    col("CPU", Constraint::Length(6)),
+    col("MEMORY", Constraint::Length(7)),
+    col("AGE", Constraint::Length(6)),
+    col("NOMINATED TO", Constraint::Length(24)),
+    col("WHY PENDING", Constraint::Min(20)),
+];
+
+/// Pods waiting for a node.
+pub fn is_pending(p: &Pod) -> bool {
+    p.node_name.is_none() && !p.is_terminal() && p.deleting.is_none()
+}
+
+/// Why the pod waits, in the scheduler's words where there are some.
+pub fn reason(s: &Snapshot, p: &Pod) -> (String, Tone) {
+    if let Some(node) = s.nominated.get(&p.key) {
+        let launching = s
+            .state
+            .nodes
+            .iter()
+            .find(|n| n.nodeclaim == *node || n.name == *node);
+        let what = match launching {
+            Some(n) if !n.registered => "its NodeClaim is launching",
+            Some(n) if !n.initialized => "its node is registering",
+            Some(_) => "waiting for the kube-scheduler to bind it",
+            None => "waiting for the NodeClaim to appear",
+        };
+        return (format!("nominated: {what}"), Tone::Ok);
+    }
+    if let Some(why) = s.unschedulable.get(&p.key) {
+        return (why.clone(), Tone::Bad);
+    }
+    if !p.unschedulable {
+        return ("waiting for the kube-scheduler".into(), Tone::Muted);
+    }
+    (
+        "unschedulable on existing nodes; in the provisioning batch".into(),
+        Tone::Warn,
+    )
+}
+
+pub fn rows(s: &Snapshot) -> Vec<Row> {
+    s.state
+        .pods
+        .iter()
+        .filter(|p| is_pending(p))
+        .map(|p| {
+            let (why, tone) = reason(s, p);
+            let age = s.at - p.created;
+            let key = p.key.to_string();
+            Row::new(
+                key.clone(),
+                vec![
+                    Cell::text(key),
+                    Cell::num(format::cores(p.requests.cpu), p.requests.cpu as f64),
+                    Cell::num(format::bytes(p.requests.memory), p.requests.memory as f64),
+                    Cell::num(format::age(age), age.num_seconds() as f64),
+                    Cell::text(
+                        s.nominated
+                            .get(&p.key)
+                            .cloned()
+                            .unwrap_or_else(|| "-".into()),
+                    ),
+                    Cell::text(why).tone(tone),
+                ],
+            )
+        })
+        .collect()
+}
+
+pub fn render(frame: &mut Frame, area: Rect, app: &mut App) {
+    let styles = app.theme.styles.clone();
+    app.tables
+        .pending
+        .render(frame, area, "Pending pods", COLUMNS, &styles, true);
+}
+
+pub fn details(s: &Snapshot, id: &str) -> Option<Details> {
+    let p = s.state.pods.iter().find(|p| p.key.to_string() == id)?;
+    let mut b = Builder::default();
+    let (why, tone) = reason(s, p);
+    b.heading("Conditions");
+    condition(
+        &mut b,
+        "PodScheduled",
+        false,
+        if p.unschedulable { "Unschedulable" } else { "" },
+    );
+    b.heading("Why pending");
+    b.line(tone, why);
+    if let Some(n) = s.nominated.get(&p.key) {
+        b.line(Tone::Normal, format!("nominated to {n}"));
+    }
+    let object = json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "namespace": p.key.namespace,
+            "name": p.key.name,
+            "labels": p.labels,
+            "annotations": p.annotations,
+            "ownerReferences": p.owner.as_ref().map(|o| vec![json!({"kind": o.kind, "name": o.name})]),
+            "creationTimestamp": p.created.to_rfc3339(),
+        },
+        "spec": {
+            "nodeSelector": p.node_selector,
+            "priorityClassName": if p.priority_class_name.is_empty() { None } else { Some(&p.priority_class_name) },
+            "tolerations": p.tolerations.iter().map(|t| format!("{t:?}")).collect::<Vec<_>>(),
+            "resources": {"requests": p.requests.to_map()},
+        },
+        "status": {"phase": "Pending"},
+    });
+    b.heading("Pod");
+    b.yaml(&object);
+    Some(b.finish(format!("Pod {id}")))
+}
