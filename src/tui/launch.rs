@@ -183,3 +183,33 @@ pub async fn screenshot(
     }
     std::fs::write(out, bytes).map_err(|e| format!("{}: {e}", out.display()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bad_theme_file_is_named_and_the_default_is_used() {
+        let dir = tempfile::tempdir().unwrap();
+        let bad = dir.path().join("mine.toml");
+        std::fs::write(&bad, "[styles]\nselected = { bg = \"#12345\" }\n").unwrap();
+        let p = prepare(&Options {
+            theme: Some(bad.display().to_string()),
+            config: Some(dir.path().join("none.toml")),
+            ..Default::default()
+        });
+        assert_eq!(p.theme, Theme::default());
+        let w = p.warnings.join("\n");
+        assert!(
+            w.contains("styles.selected.bg = \"#12345\"") && w.contains("using the dark theme"),
+            "{w}"
+        );
+    }
+
+    #[test]
+    fn sizes_parse_and_bad_ones_say_why() {
+        assert_eq!(parse_size("160x45"), Ok((160, 45)));
+        assert!(parse_size("160").unwrap_err().contains("COLSxROWS"));
+        assert!(parse_size("10x5").unwrap_err().contains("between"));
+    }
+}

@@ -57,21 +57,24 @@ pub const fn col(title: &'static str, width: Constraint) -> Column {
     Column { title, width }
 }
 
-/// What a cell sorts by.
-#[derive(Clone, Debug, PartialEq)]
+/// What a cell sorts by: its number, or else its text (case-insensitive, compared only
+/// when a sort asks, so building rows allocates nothing for it).
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum SortKey {
-    Text(String),
+    Text,
     Num(f64),
 }
 
-impl SortKey {
-    fn cmp(&self, other: &SortKey) -> Ordering {
-        match (self, other) {
-            (SortKey::Num(a), SortKey::Num(b)) => a.total_cmp(b),
-            (SortKey::Text(a), SortKey::Text(b)) => a.cmp(b),
-            (SortKey::Num(_), SortKey::Text(_)) => Ordering::Less,
-            (SortKey::Text(_), SortKey::Num(_)) => Ordering::Greater,
-        }
+fn compare(a: &Cell, b: &Cell) -> Ordering {
+    match (a.sort, b.sort) {
+        (SortKey::Num(x), SortKey::Num(y)) => x.total_cmp(&y),
+        (SortKey::Num(_), SortKey::Text) => Ordering::Less,
+        (SortKey::Text, SortKey::Num(_)) => Ordering::Greater,
+        (SortKey::Text, SortKey::Text) => a
+            .text
+            .chars()
+            .flat_map(char::to_lowercase)
+            .cmp(b.text.chars().flat_map(char::to_lowercase)),
     }
 }
 
@@ -86,10 +89,9 @@ pub struct Cell {
 
 impl Cell {
     pub fn text(text: impl Into<String>) -> Cell {
-        let text = text.into();
         Cell {
-            sort: SortKey::Text(text.to_lowercase()),
-            text,
+            sort: SortKey::Text,
+            text: text.into(),
             tone: Tone::Normal,
             bar: None,
         }
@@ -273,7 +275,7 @@ impl TableView {
             let rows = &self.rows;
             self.order.sort_by(|&a, &b| {
                 let o = match (rows[a].cells.get(c), rows[b].cells.get(c)) {
-                    (Some(x), Some(y)) => x.sort.cmp(&y.sort),
+                    (Some(x), Some(y)) => compare(x, y),
                     _ => Ordering::Equal,
                 };
                 if desc { o.reverse() } else { o }

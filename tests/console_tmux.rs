@@ -1,0 +1,159 @@
+//! End to end: the real binary in a real terminal (tmux), on the built-in demo. An
+//! operator waits for a decision, approves it from the keyboard, sees it execute, and
+//! quits; the terminal must come back in cooked mode and out of the alternate screen.
+//! Needs tmux (.ci/run installs it).
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_karpenter-tui");
+
+/// A tmux server of our own (its own socket), killed on drop.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn start(dir: &Path, command: &str) -> Tmux {
+        let socket = dir.join("tmux.sock").display().to_string();
+        let status = Command::new("tmux")
+            .args([
+                "-S",
+                &socket,
+                "new-session",
+                "-d",
+                "-x",
+                "160",
+                "-y",
+                "45",
+                command,
+            ])
+            .env("TERM", "xterm-256color")
+            .status()
+            .expect("tmux must be installed (.ci/run installs it)");
+        assert!(status.success(), "tmux new-session failed");
+        Tmux { socket }
+    }
+
+    fn capture(&self) -> String {
+        let out = Command::new("tmux")
+            .args(["-S", &self.socket, "capture-pane", "-p"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn keys(&self, keys: &str) {
+        let ok = Command::new("tmux")
+            .args(["-S", &self.socket, "send-keys", "-l", keys])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "send-keys {keys}");
+    }
+
+    fn alternate_screen(&self) -> bool {
+        let out = Command::new("tmux")
+            .args(["-S", &self.socket, "display", "-p", "#{alternate_on}"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim() == "1"
+    }
+
+    /// Polls the screen until `pred` holds; panics with the last screen after `within`.
+    fn wait_for(&self, what: &str, within: Duration, pred: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let screen = self.capture();
+            if pred(&screen) {
+                return screen;
+            }
+            if start.elapsed() > within {
+                panic!("waited {within:?} for {what}; the screen:\n{screen}");
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["-S", &self.socket, "kill-server"])
+            .status();
+    }
+}
+
+/// The decision id on the selected (first) row of the Disruption view.
+fn first_awaiting(screen: &str) -> Option<u64> {
+    screen
+        .lines()
+        .find(|l| l.contains("awaiting approval") && l.trim_start_matches('│').starts_with('#'))
+        .and_then(|l| {
+            l.trim_start_matches('│')
+                .trim_start_matches('#')
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
+}
+
+#[test]
+fn approve_from_the_keyboard_and_quit_restores_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config");
+    let state = dir.path().join("state");
+    // Manual approval: every decision waits for the operator. Fast clock: the demo's
+    // first decisions come within ~10 s of wall time.
+    let command = format!(
+        "KARPENTER_TUI_CONFIG_DIR={} XDG_STATE_HOME={} {BIN} --speed 6 --approve manual; \
+         echo EXIT=$?; stty -a | tr ' ' '\\n' | grep -x -- '-\\?icanon'; sleep 60",
+        config.display(),
+        state.display()
+    );
+    let tmux = Tmux::start(dir.path(), &command);
+    tmux.wait_for("the console", Duration::from_secs(20), |s| {
+        s.contains("1 Overview")
+    });
+    assert!(
+        tmux.alternate_screen(),
+        "the console draws on the alternate screen"
+    );
+
+    tmux.keys("5");
+    let screen = tmux.wait_for(
+        "a decision awaiting approval",
+        Duration::from_secs(60),
+        |s| first_awaiting(s).is_some(),
+    );
+    let id = first_awaiting(&screen).unwrap();
+
+    tmux.keys("a");
+    tmux.wait_for("the approval", Duration::from_secs(10), |s| {
+        s.contains(&format!("approved #{id}"))
+    });
+    // Executed: the history says so (the command launches its replacement or deletes).
+    tmux.wait_for("the decision executing", Duration::from_secs(60), |s| {
+        s.contains(&format!("executing #{id}")) || s.contains(&format!("completed #{id}"))
+    });
+
+    tmux.keys("q");
+    let screen = tmux.wait_for("the exit", Duration::from_secs(15), |s| s.contains("EXIT="));
+    assert!(screen.contains("EXIT=0"), "{screen}");
+    assert!(
+        screen.contains("karpenter-tui:") && screen.contains("frames"),
+        "{screen}"
+    );
+    assert!(!tmux.alternate_screen(), "left the alternate screen");
+    // stty prints "icanon" (cooked) rather than "-icanon" (raw).
+    let after: Vec<&str> = screen
+        .lines()
+        .skip_while(|l| !l.contains("EXIT="))
+        .collect();
+    assert!(
+        after.iter().any(|l| l.trim() == "icanon"),
+        "terminal left in raw mode:\n{screen}"
+    );
+}
