@@ -452,6 +452,24 @@ fn run_simulate(path: &Path, until: Option<&str>, options: simulation::Options) 
     ExitCode::SUCCESS
 }
 
+/// The scenario, its simulation on a scaled real-time clock, and a runtime to drive it.
+fn live_world(
+    path: Option<&Path>,
+    speed: f64,
+    approval: Option<Vec<String>>,
+) -> Result<(Scenario, Simulation, tokio::runtime::Runtime), ExitCode> {
+    let scenario = load_scenario(path)?;
+    let options = simulation::Options {
+        approval,
+        ..Default::default()
+    };
+    let sim = Simulation::new(&scenario, &options, Pace::RealTime { speed }).map_err(|e| {
+        eprintln!("karpenter-tui: {e}");
+        ExitCode::FAILURE
+    })?;
+    Ok((scenario, sim, runtime()?))
+}
+
 /// The default run on a terminal: the console over the embedded cluster in real time
 /// (times `speed`), until the operator quits.
 fn run_console(
@@ -461,23 +479,8 @@ fn run_console(
     opts: &launch::Options,
     pane: LogPane,
 ) -> ExitCode {
-    let scenario = match load_scenario(path) {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
-    let options = simulation::Options {
-        approval,
-        ..Default::default()
-    };
-    let sim = match Simulation::new(&scenario, &options, Pace::RealTime { speed }) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("karpenter-tui: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let rt = match runtime() {
-        Ok(rt) => rt,
+    let (scenario, sim, rt) = match live_world(path, speed, approval) {
+        Ok(w) => w,
         Err(code) => return code,
     };
     let label = format!("embedded simulation: {} at {speed}x", scenario.name);
@@ -539,23 +542,8 @@ fn run_screenshot(
 /// The default run when standard output is not a terminal (piped, logged): the embedded
 /// cluster in real time, every event as a line, until Ctrl-C.
 fn run_demo(path: Option<&Path>, speed: f64, approval: Option<Vec<String>>) -> ExitCode {
-    let scenario = match load_scenario(path) {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
-    let options = simulation::Options {
-        approval,
-        ..Default::default()
-    };
-    let mut sim = match Simulation::new(&scenario, &options, Pace::RealTime { speed }) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("karpenter-tui: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let rt = match runtime() {
-        Ok(rt) => rt,
+    let (scenario, mut sim, rt) = match live_world(path, speed, approval) {
+        Ok(w) => w,
         Err(code) => return code,
     };
     println!(

@@ -255,20 +255,19 @@ impl App {
     /// Shows a message in the footer (and logs it).
     pub fn say(&mut self, text: String) {
         tracing::info!("{text}");
-        self.status = Some(Status {
-            text,
-            error: false,
-            since: Instant::now(),
-        });
-        self.dirty = true;
+        self.show_status(text, false);
     }
 
     /// Shows an error in the footer (and logs it).
     pub fn warn(&mut self, text: String) {
         tracing::warn!("{text}");
+        self.show_status(text, true);
+    }
+
+    fn show_status(&mut self, text: String, error: bool) {
         self.status = Some(Status {
             text,
-            error: true,
+            error,
             since: Instant::now(),
         });
         self.dirty = true;

@@ -17,6 +17,7 @@ use crate::control::orchestration::{Execution, Phase};
 use crate::engine::disruption::{Command, Outcome};
 use crate::tui::app::App;
 use crate::tui::format;
+use crate::tui::theme::Styles;
 use crate::tui::widgets::table::{Cell, Column, Row, Tone, col};
 
 pub const COLUMNS: &[Column] = &[
@@ -196,18 +197,13 @@ pub fn render(frame: &mut Frame, area: Rect, app: &mut App) {
             ])
         })
         .collect();
-    let title = Line::from(vec![
-        Span::styled(" Blocked ", styles.title),
-        Span::styled(format!("{} ", blocked.len()), styles.muted),
-    ]);
-    frame.render_widget(
-        Paragraph::new(lines).block(
-            Block::default()
-                .borders(Borders::ALL)
-                .border_style(styles.border)
-                .title(title),
-        ),
+    list_panel(
+        frame,
         blocked_area,
+        "Blocked",
+        blocked.len(),
+        lines,
+        &styles,
     );
     let rows = history_area.height.saturating_sub(2) as usize;
     let lines: Vec<Line> = s
@@ -219,9 +215,28 @@ pub fn render(frame: &mut Frame, area: Rect, app: &mut App) {
             Line::styled(text, tone.style(&styles))
         })
         .collect();
+    list_panel(
+        frame,
+        history_area,
+        "History",
+        s.history.len(),
+        lines,
+        &styles,
+    );
+}
+
+/// A bordered list titled with its name and count.
+fn list_panel(
+    frame: &mut Frame,
+    area: Rect,
+    name: &str,
+    count: usize,
+    lines: Vec<Line>,
+    styles: &Styles,
+) {
     let title = Line::from(vec![
-        Span::styled(" History ", styles.title),
-        Span::styled(format!("{} ", s.history.len()), styles.muted),
+        Span::styled(format!(" {name} "), styles.title),
+        Span::styled(format!("{count} "), styles.muted),
     ]);
     frame.render_widget(
         Paragraph::new(lines).block(
@@ -230,7 +245,7 @@ pub fn render(frame: &mut Frame, area: Rect, app: &mut App) {
                 .border_style(styles.border)
                 .title(title),
         ),
-        history_area,
+        area,
     );
 }
 

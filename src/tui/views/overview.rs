@@ -241,49 +241,36 @@ pub fn render(frame: &mut Frame, area: Rect, app: &mut App) {
     );
 
     let w = capacity.width.saturating_sub(2 + 12 + 22);
+    let gauge = |name: &str, used: i64, total: i64, fill, figures: String| {
+        let mut v = vec![label(name, &styles)];
+        v.extend(bar(used as f64 / total.max(1) as f64, w, fill, styles.bar_empty).spans);
+        v.push(Span::styled(figures, styles.muted));
+        Line::from(v)
+    };
+    let (req, alloc) = (&d.requested, &d.allocatable);
     let cap_lines = vec![
-        Line::from({
-            let mut v = vec![label("CPU", &styles)];
-            v.extend(
-                bar(
-                    d.requested.cpu as f64 / d.allocatable.cpu.max(1) as f64,
-                    w,
-                    styles.bar_cpu,
-                    styles.bar_empty,
-                )
-                .spans,
-            );
-            v.push(Span::styled(
-                format!(
-                    "  {} / {} cores",
-                    format::cores(d.requested.cpu),
-                    format::cores(d.allocatable.cpu)
-                ),
-                styles.muted,
-            ));
-            v
-        }),
-        Line::from({
-            let mut v = vec![label("memory", &styles)];
-            v.extend(
-                bar(
-                    d.requested.memory as f64 / d.allocatable.memory.max(1) as f64,
-                    w,
-                    styles.bar_memory,
-                    styles.bar_empty,
-                )
-                .spans,
-            );
-            v.push(Span::styled(
-                format!(
-                    "  {} / {}",
-                    format::bytes(d.requested.memory),
-                    format::bytes(d.allocatable.memory)
-                ),
-                styles.muted,
-            ));
-            v
-        }),
+        gauge(
+            "CPU",
+            req.cpu,
+            alloc.cpu,
+            styles.bar_cpu,
+            format!(
+                "  {} / {} cores",
+                format::cores(req.cpu),
+                format::cores(alloc.cpu)
+            ),
+        ),
+        gauge(
+            "memory",
+            req.memory,
+            alloc.memory,
+            styles.bar_memory,
+            format!(
+                "  {} / {}",
+                format::bytes(req.memory),
+                format::bytes(alloc.memory)
+            ),
+        ),
         Line::styled(
             "requested by running pods / allocatable on registered nodes",
             styles.muted,
