@@ -208,6 +208,20 @@ impl App {
     pub fn on_snapshot(&mut self, snapshot: Arc<Snapshot>) {
         self.figures = Figures::of(&snapshot);
         self.snapshot = snapshot;
+        // An open details popup follows its object; one that went away says so.
+        if let Mode::Details(d) = &mut self.mode
+            && let Some((view, id)) = d.row.clone()
+        {
+            match views::details(view, &self.snapshot, &id) {
+                Some(mut fresh) => {
+                    fresh.scroll = d.scroll.min(fresh.lines.len().saturating_sub(1) as u16);
+                    fresh.row = Some((view, id));
+                    *d = fresh;
+                }
+                None if !d.title.ends_with("(gone)") => d.title.push_str(" (gone)"),
+                None => {}
+            }
+        }
         self.stale = View::ALL.iter().copied().collect();
         self.overview = None;
         self.refresh();
@@ -388,7 +402,11 @@ impl App {
                     .get(view)
                     .and_then(|t| t.selected_row())
                     .map(|r| r.id.clone());
-                match id.and_then(|id| views::details(view, &self.snapshot, &id)) {
+                match id.and_then(|id| {
+                    let mut d = views::details(view, &self.snapshot, &id)?;
+                    d.row = Some((view, id));
+                    Some(d)
+                }) {
                     Some(d) => self.mode = Mode::Details(d),
                     None => self.warn("nothing selected".into()),
                 }

@@ -385,3 +385,51 @@ async fn idle_means_no_redraws() {
     app.drawn();
     assert!(!app.on_tick(t0 + std::time::Duration::from_secs(10)));
 }
+
+#[tokio::test]
+async fn an_open_details_popup_follows_its_object() {
+    let (mut sim, rx) = frame::demo_simulation(DEMO_AT).await.unwrap();
+    let mut app = frame::app(rx.borrow().clone(), Theme::default(), false);
+    app.show(View::Disruption);
+    let id = app.snapshot.pending[0].id;
+    enter(&mut app);
+    let Mode::Details(d) = &app.mode else {
+        panic!("{:?}", app.mode)
+    };
+    assert!(
+        d.title.contains(&format!("#{id}"))
+            && d.lines.iter().any(|(_, l)| l.contains("awaiting approval"))
+    );
+    // Another console (here: the controller directly) approves it while the popup is open.
+    console::apply(
+        &mut sim.controller,
+        Request::Approve { ids: vec![id] },
+        "console:other",
+    )
+    .await
+    .unwrap();
+    app.on_snapshot(rx.borrow().clone());
+    let Mode::Details(d) = &app.mode else {
+        panic!("{:?}", app.mode)
+    };
+    assert!(d.title.ends_with("(gone)"), "{}", d.title);
+    // A node's popup refreshes in place: its lifecycle line now says the command runs.
+    app.mode = Mode::Normal;
+    app.show(View::Nodes);
+    let node = app.snapshot.running[0].command.candidates[0].node.clone();
+    assert!(app.tables.nodes.select_id(&node));
+    enter(&mut app);
+    sim.step().await;
+    app.on_snapshot(rx.borrow().clone());
+    let Mode::Details(d) = &app.mode else {
+        panic!("{:?}", app.mode)
+    };
+    assert!(!d.title.ends_with("(gone)"));
+    assert!(
+        d.lines
+            .iter()
+            .any(|(_, l)| l.starts_with("lifecycle: ") && !l.contains("awaiting")),
+        "{:?}",
+        d.lines
+    );
+}

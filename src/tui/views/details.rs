@@ -46,6 +46,7 @@ impl Builder {
             title: title.into(),
             lines: std::mem::take(&mut self.lines),
             scroll: 0,
+            row: None,
         }
     }
 }

@@ -84,6 +84,8 @@ pub struct Details {
     /// Text lines with their colour (headings are Accent).
     pub lines: Vec<(Tone, String)>,
     pub scroll: u16,
+    /// The row it describes, so a new snapshot can refresh it while it is open.
+    pub row: Option<(View, String)>,
 }
 
 /// The columns of a list view.
