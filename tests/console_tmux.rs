@@ -122,6 +122,18 @@ fn approve_from_the_keyboard_and_quit_restores_the_terminal() {
         "the console draws on the alternate screen"
     );
 
+    // A resize redraws at the new size.
+    let ok = Command::new("tmux")
+        .args(["-S", &tmux.socket, "resize-window", "-x", "100", "-y", "30"])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "resize-window");
+    tmux.wait_for("the console at 100 columns", Duration::from_secs(10), |s| {
+        // The rightmost panel's corner sits in the last of the 100 columns.
+        s.lines()
+            .any(|l| l.ends_with('┐') && l.chars().count() == 100)
+    });
     tmux.keys("5");
     let screen = tmux.wait_for(
         "a decision awaiting approval",

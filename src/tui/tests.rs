@@ -433,3 +433,23 @@ async fn an_open_details_popup_follows_its_object() {
         d.lines
     );
 }
+
+#[tokio::test]
+async fn tiny_and_odd_terminal_sizes_draw_without_panicking() {
+    let snap = frame::demo_snapshot(DEMO_AT).await.unwrap();
+    let mut app = frame::app(snap, Theme::default(), false);
+    for view in View::ALL {
+        app.show(view);
+        for (w, h) in [(1, 1), (10, 3), (20, 5), (40, 12), (80, 24), (300, 80)] {
+            let text = frame::text(&frame::draw(&mut app, w, h));
+            assert_eq!(text.lines().count(), h as usize, "{view:?} at {w}x{h}");
+        }
+        // A popup over a small terminal.
+        app.mode = Mode::Normal;
+        enter(&mut app);
+        frame::draw(&mut app, 30, 8);
+        press(&mut app, "A");
+        frame::draw(&mut app, 25, 6);
+        app.mode = Mode::Normal;
+    }
+}

@@ -22,14 +22,14 @@ use crate::tui::widgets::table::{Cell, Column, Row, Tone, col};
 
 pub const COLUMNS: &[Column] = &[
     col("ID", Constraint::Length(5)),
+    col("STATE", Constraint::Length(20)),
     col("METHOD", Constraint::Length(17)),
     col("REASON", Constraint::Length(13)),
-    col("CANDIDATES", Constraint::Min(24)),
+    col("CANDIDATES", Constraint::Min(30)),
     col("REPLACEMENT", Constraint::Length(20)),
     col("SAVES", Constraint::Length(9)),
     col("BUDGET", Constraint::Length(14)),
     col("AGE", Constraint::Length(6)),
-    col("STATE", Constraint::Length(24)),
 ];
 
 /// The decision id of a row id ("decision/7" -> 7); in-flight rows have none.
@@ -117,18 +117,22 @@ pub fn rows(s: &Snapshot) -> Vec<Row> {
     for d in &s.pending {
         let (state, tone) = decision_state(s, d);
         let age = s.at - d.proposed_at;
-        let mut cells = vec![Cell::num(format!("#{}", d.id), d.id as f64)];
+        let mut cells = vec![
+            Cell::num(format!("#{}", d.id), d.id as f64),
+            Cell::text(state).tone(tone),
+        ];
         cells.extend(command_cells(&d.command));
         cells.push(Cell::num(format::age(age), age.num_seconds() as f64));
-        cells.push(Cell::text(state).tone(tone));
         rows.push(Row::new(format!("decision/{}", d.id), cells));
     }
     for e in &s.running {
         let age = s.at - e.started;
-        let mut cells = vec![Cell::num(format!("#{}", e.id), e.id as f64)];
+        let mut cells = vec![
+            Cell::num(format!("#{}", e.id), e.id as f64),
+            Cell::text(phase(e)).tone(Tone::Accent),
+        ];
         cells.extend(command_cells(&e.command));
         cells.push(Cell::num(format::age(age), age.num_seconds() as f64));
-        cells.push(Cell::text(phase(e)).tone(Tone::Accent));
         rows.push(Row::new(format!("running/{}", e.id), cells).tone(Tone::Muted));
     }
     rows

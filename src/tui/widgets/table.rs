@@ -198,6 +198,22 @@ fn first_line(s: &str) -> String {
         .to_string()
 }
 
+/// How many leading columns fit in `width` cells at their minimum widths (at least one).
+fn fitting(columns: &[Column], width: u16) -> usize {
+    let mut used = 0u32;
+    for (i, c) in columns.iter().enumerate() {
+        let w = match c.width {
+            Constraint::Length(n) | Constraint::Min(n) => n as u32,
+            _ => 1,
+        };
+        used += w + if i > 0 { 1 } else { 0 };
+        if used > width as u32 {
+            return i.max(1);
+        }
+    }
+    columns.len()
+}
+
 /// A table's rows and where the operator is in them.
 #[derive(Clone, Debug, Default)]
 pub struct TableView {
@@ -386,6 +402,9 @@ impl TableView {
         self.offset = self
             .offset
             .min(self.order.len().saturating_sub(body.max(1)));
+        // Narrow terminals: drop columns from the right (views order them by importance)
+        // rather than squeezing every column until none is readable.
+        let columns = &columns[..fitting(columns, inner.width)];
         let widths: Vec<Constraint> = columns.iter().map(|c| c.width).collect();
         // Bars need their column's width; solve the layout the way Table does.
         let col_widths: Vec<u16> = ratatui::layout::Layout::horizontal(widths.clone())
@@ -405,6 +424,7 @@ impl TableView {
                 let cells: Vec<TuiCell> = row
                     .cells
                     .iter()
+                    .take(columns.len())
                     .enumerate()
                     .map(|(ci, c)| match c.bar {
                         Some((f, kind)) => {
@@ -487,6 +507,19 @@ mod tests {
         // New data keeps the filter.
         t.set_rows(rows());
         assert_eq!(ids(&t), ["beta", "gamma"]);
+    }
+
+    #[test]
+    fn narrow_tables_drop_trailing_columns() {
+        let cols = [
+            col("A", Constraint::Length(5)),
+            col("B", Constraint::Length(10)),
+            col("C", Constraint::Min(10)),
+        ];
+        assert_eq!(fitting(&cols, 100), 3);
+        assert_eq!(fitting(&cols, 27), 3);
+        assert_eq!(fitting(&cols, 26), 2);
+        assert_eq!(fitting(&cols, 3), 1);
     }
 
     #[test]
