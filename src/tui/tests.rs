@@ -249,7 +249,7 @@ async fn filter_and_sort_change_the_rows() {
     app.show(View::Nodes);
     let all = app.tables.nodes.len();
     assert!(all >= 3, "{all}");
-    let pool = app.tables.nodes.visible().next().unwrap().cells[1]
+    let pool = app.tables.nodes.visible().next().unwrap().cells[2]
         .text
         .clone();
     press(&mut app, "/");
@@ -261,7 +261,7 @@ async fn filter_and_sort_change_the_rows() {
         app.tables
             .nodes
             .visible()
-            .all(|r| r.cells[1].text.contains(&pool)
+            .all(|r| r.cells[2].text.contains(&pool)
                 || r.cells.iter().any(|c| c.text.contains(&pool)))
     );
     assert!(screen(&mut app).contains(&format!("/{pool}")));

@@ -24,16 +24,16 @@ use crate::tui::widgets::table::{BarKind, Cell, Column, Row, Tone, col};
 
 pub const COLUMNS: &[Column] = &[
     col("NODE", Constraint::Length(29)),
+    col("STATE", Constraint::Length(14)),
     col("POOL", Constraint::Length(9)),
     col("TYPE", Constraint::Length(11)),
-    col("ZONE", Constraint::Length(10)),
-    col("CAP", Constraint::Length(4)),
-    col("PRICE", Constraint::Length(7)),
-    col("AGE", Constraint::Length(6)),
     col("CPU", Constraint::Length(15)),
     col("MEMORY", Constraint::Length(15)),
     col("PODS", Constraint::Length(6)),
-    col("STATE", Constraint::Length(14)),
+    col("PRICE", Constraint::Length(7)),
+    col("CAP", Constraint::Length(4)),
+    col("ZONE", Constraint::Length(10)),
+    col("AGE", Constraint::Length(6)),
     col("DISRUPTION", Constraint::Min(10)),
 ];
 
@@ -151,12 +151,9 @@ pub fn rows(s: &Snapshot) -> Vec<Row> {
                 n.name.clone(),
                 vec![
                     Cell::text(n.name.clone()),
+                    Cell::text(state).tone(tone),
                     Cell::text(n.nodepool.clone()),
                     Cell::text(n.instance_type.clone()),
-                    Cell::text(n.zone.clone()),
-                    Cell::text(capacity(n.capacity_type)),
-                    Cell::num(format!("${:.4}", n.price), n.price),
-                    Cell::num(format::age(age), age.num_seconds() as f64),
                     Cell::bar(
                         format!(
                             "{}/{}",
@@ -176,7 +173,10 @@ pub fn rows(s: &Snapshot) -> Vec<Row> {
                         BarKind::Memory,
                     ),
                     Cell::num(format!("{pods}/{}", n.allocatable.pods / 1000), pods as f64),
-                    Cell::text(state).tone(tone),
+                    Cell::num(format!("${:.4}", n.price), n.price),
+                    Cell::text(capacity(n.capacity_type)),
+                    Cell::text(n.zone.clone()),
+                    Cell::num(format::age(age), age.num_seconds() as f64),
                     Cell::text(why).tone(why_tone),
                 ],
             )
