@@ -6,103 +6,24 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
-/// The venv's python, created once per machine under `$HOME/.cache/karpenter-tui`. It is
-/// built in a private temporary directory and renamed into place, so concurrent test
-/// processes never see a half-installed venv; the loser of the race uses the winner's.
+#[path = "venv.rs"]
+mod venv;
+
+/// The venv's python (jsonschema and PyYAML), created once per machine.
 pub fn python() -> &'static Path {
     static PYTHON: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    match PYTHON.get_or_init(ensure_venv) {
+    match PYTHON.get_or_init(|| {
+        venv::ensure(
+            "venv-jsonschema",
+            &["jsonschema", "pyyaml"],
+            "import jsonschema, yaml",
+        )
+    }) {
         Ok(path) => path,
         Err(why) => panic!("cannot set up the jsonschema venv: {why}"),
-    }
-}
-
-fn usable(python: &Path) -> bool {
-    Command::new(python)
-        .args(["-c", "import jsonschema, yaml"])
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-fn run(cmd: &mut Command, what: &str) -> Result<(), String> {
-    let out = cmd
-        .output()
-        .map_err(|e| format!("{what}: cannot start: {e}"))?;
-    if out.status.success() {
-        return Ok(());
-    }
-    Err(format!(
-        "{what} failed ({}):\n{}{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    ))
-}
-
-fn ensure_venv() -> Result<PathBuf, String> {
-    let home = std::env::var_os("HOME").ok_or("HOME is not set")?;
-    let cache = PathBuf::from(home).join(".cache").join("karpenter-tui");
-    let venv = cache.join("venv-jsonschema");
-    let venv_python = venv.join("bin").join("python");
-    if usable(&venv_python) {
-        return Ok(venv_python);
-    }
-    fs::create_dir_all(&cache).map_err(|e| format!("create {}: {e}", cache.display()))?;
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    let tmp = cache.join(format!(
-        "venv-jsonschema.tmp-{}-{nanos}",
-        std::process::id()
-    ));
-    let built = (|| {
-        run(
-            Command::new("python3").args(["-m", "venv"]).arg(&tmp),
-            "python3 -m venv",
-        )?;
-        run(
-            Command::new(tmp.join("bin").join("python")).args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                "jsonschema",
-                "pyyaml",
-            ]),
-            "pip install jsonschema pyyaml (needs PyPI)",
-        )
-    })();
-    if let Err(why) = built {
-        let _ = fs::remove_dir_all(&tmp);
-        return Err(why);
-    }
-    if venv.exists() && !usable(&venv_python) {
-        // A venv left broken by something else: move it aside rather than trust it.
-        let aside = cache.join(format!(
-            "venv-jsonschema.broken-{}-{nanos}",
-            std::process::id()
-        ));
-        if fs::rename(&venv, &aside).is_ok() {
-            let _ = fs::remove_dir_all(&aside);
-        }
-    }
-    if fs::rename(&tmp, &venv).is_err() {
-        // Another test process won the race; ours is surplus.
-        let _ = fs::remove_dir_all(&tmp);
-    }
-    if usable(&venv_python) {
-        Ok(venv_python)
-    } else {
-        Err(format!(
-            "{} cannot import jsonschema and yaml",
-            venv_python.display()
-        ))
     }
 }
 

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::sync::mpsc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
@@ -138,92 +138,20 @@ impl Drop for KubePeer {
     }
 }
 
-/// The venv's python, created once per machine. Built in a private temporary directory
-/// and renamed into place, so concurrent test processes never see a half-installed venv;
-/// the loser of the race uses the winner's.
+#[path = "venv.rs"]
+mod venv;
+
+/// The venv's python (kmock 0.8), created once per machine.
 fn python() -> &'static Path {
     static PYTHON: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    match PYTHON.get_or_init(ensure_venv) {
+    match PYTHON.get_or_init(|| {
+        venv::ensure(
+            "peers/kmock-venv",
+            &[KMOCK],
+            "import kmock, aiohttp; assert kmock.__version__ == '0.8'",
+        )
+    }) {
         Ok(path) => path,
         Err(why) => panic!("cannot set up the kmock venv: {why}"),
-    }
-}
-
-fn usable(python: &Path) -> bool {
-    Command::new(python)
-        .args([
-            "-c",
-            "import kmock, aiohttp; assert kmock.__version__ == '0.8'",
-        ])
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-fn run(cmd: &mut Command, what: &str) -> Result<(), String> {
-    let out = cmd
-        .output()
-        .map_err(|e| format!("{what}: cannot start: {e}"))?;
-    if out.status.success() {
-        return Ok(());
-    }
-    Err(format!(
-        "{what} failed ({}):\n{}{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    ))
-}
-
-fn ensure_venv() -> Result<PathBuf, String> {
-    let home = std::env::var_os("HOME").ok_or("HOME is not set")?;
-    let cache = PathBuf::from(home).join(".cache/karpenter-tui/peers");
-    let venv = cache.join("kmock-venv");
-    let venv_python = venv.join("bin").join("python");
-    if usable(&venv_python) {
-        return Ok(venv_python);
-    }
-    fs::create_dir_all(&cache).map_err(|e| format!("create {}: {e}", cache.display()))?;
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    let tag = format!("{}-{nanos}", std::process::id());
-    let tmp = cache.join(format!("kmock-venv.tmp-{tag}"));
-    let built = (|| {
-        run(
-            Command::new("python3").args(["-m", "venv"]).arg(&tmp),
-            "python3 -m venv",
-        )?;
-        run(
-            Command::new(tmp.join("bin").join("python")).args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                KMOCK,
-            ]),
-            "pip install kmock==0.8 (needs PyPI and Python >= 3.11)",
-        )
-    })();
-    if let Err(why) = built {
-        let _ = fs::remove_dir_all(&tmp);
-        return Err(why);
-    }
-    if venv.exists() && !usable(&venv_python) {
-        // A venv left broken by something else: move it aside rather than trust it.
-        let aside = cache.join(format!("kmock-venv.broken-{tag}"));
-        if fs::rename(&venv, &aside).is_ok() {
-            let _ = fs::remove_dir_all(&aside);
-        }
-    }
-    if fs::rename(&tmp, &venv).is_err() {
-        // Another test process won the race; ours is surplus.
-        let _ = fs::remove_dir_all(&tmp);
-    }
-    if usable(&venv_python) {
-        Ok(venv_python)
-    } else {
-        Err(format!("{} cannot import kmock 0.8", venv_python.display()))
     }
 }
