@@ -152,7 +152,12 @@ fn approve_from_the_keyboard_and_quit_restores_the_terminal() {
     });
 
     tmux.keys("q");
-    let screen = tmux.wait_for("the exit", Duration::from_secs(15), |s| s.contains("EXIT="));
+    // Wait for stty's line too: it prints a moment after EXIT=.
+    let screen = tmux.wait_for("the exit and stty's report", Duration::from_secs(15), |s| {
+        s.contains("EXIT=")
+            && s.lines()
+                .any(|l| l.trim() == "icanon" || l.trim() == "-icanon")
+    });
     assert!(screen.contains("EXIT=0"), "{screen}");
     assert!(
         screen.contains("karpenter-tui:") && screen.contains("frames"),
