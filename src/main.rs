@@ -342,10 +342,7 @@ fn run_bench(b: Bench) -> ExitCode {
             let f = karpenter_tui::tui::render_bench::run(nodes, pods, frames, 160, 45);
             if json {
                 for v in &f.views {
-                    println!(
-                        "{}",
-                        serde_json::json!({"view": v.view, "ms_per_frame": v.ms_per_frame, "ms_rows": v.ms_rows})
-                    );
+                    println!("{}", serde_json::json!(v));
                 }
                 println!(
                     "{}",

@@ -452,7 +452,8 @@ impl App {
             ));
             return Vec::new();
         }
-        if self.settings.confirm.contains(&action) {
+        // Approving many at once always asks, whatever the config says.
+        if self.settings.confirm.contains(&action) || action == Action::ApproveAll {
             self.mode = Mode::Confirm(Confirm { prompt, request });
             return Vec::new();
         }
@@ -537,15 +538,7 @@ impl App {
             if ids.len() == 1 { "" } else { "s" },
             if nodes == 1 { "" } else { "s" },
         );
-        // Approving many at once always asks, whatever the config says.
-        if self.source.read_only {
-            return self.dangerous(Action::ApproveAll, Request::Approve { ids }, prompt);
-        }
-        self.mode = Mode::Confirm(Confirm {
-            prompt,
-            request: Request::Approve { ids },
-        });
-        Vec::new()
+        self.dangerous(Action::ApproveAll, Request::Approve { ids }, prompt)
     }
 
     fn reject_selected(&mut self) -> Vec<Effect> {

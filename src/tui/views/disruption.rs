@@ -6,7 +6,7 @@
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Paragraph};
+use ratatui::widgets::Paragraph;
 
 use super::Details;
 use super::details::Builder;
@@ -18,6 +18,7 @@ use crate::engine::disruption::{Command, Outcome};
 use crate::tui::app::App;
 use crate::tui::format;
 use crate::tui::theme::Styles;
+use crate::tui::widgets::panel;
 use crate::tui::widgets::table::{Cell, Column, Row, Tone, col};
 
 pub const COLUMNS: &[Column] = &[
@@ -238,17 +239,8 @@ fn list_panel(
     lines: Vec<Line>,
     styles: &Styles,
 ) {
-    let title = Line::from(vec![
-        Span::styled(format!(" {name} "), styles.title),
-        Span::styled(format!("{count} "), styles.muted),
-    ]);
     frame.render_widget(
-        Paragraph::new(lines).block(
-            Block::default()
-                .borders(Borders::ALL)
-                .border_style(styles.border)
-                .title(title),
-        ),
+        Paragraph::new(lines).block(panel(name, Some(count), styles)),
         area,
     );
 }

@@ -5,14 +5,15 @@
 use chrono::TimeDelta;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Paragraph};
+use ratatui::text::Line;
+use ratatui::widgets::Paragraph;
 
 use super::Details;
 use super::details::Builder;
 use crate::control::controller::Snapshot;
 use crate::control::events::{Event, EventKind};
 use crate::tui::app::App;
+use crate::tui::widgets::panel;
 use crate::tui::widgets::table::{Cell, Column, Row, Tone, col};
 
 pub const COLUMNS: &[Column] = &[
@@ -96,12 +97,7 @@ pub fn render(frame: &mut Frame, area: Rect, app: &mut App) {
             .collect()
     };
     frame.render_widget(
-        Paragraph::new(lines).block(
-            Block::default()
-                .borders(Borders::ALL)
-                .border_style(styles.border)
-                .title(Span::styled(" Log ", styles.title)),
-        ),
+        Paragraph::new(lines).block(panel("Log", None, &styles)),
         log,
     );
 }

@@ -6,7 +6,7 @@
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Paragraph};
+use ratatui::widgets::Paragraph;
 
 use super::Details;
 use super::details::Builder;
@@ -19,6 +19,7 @@ use crate::engine::resources::{Resources, parse_milli};
 use crate::tui::app::App;
 use crate::tui::format;
 use crate::tui::theme::Styles;
+use crate::tui::widgets::panel;
 use crate::tui::widgets::table::{BarKind, Cell, Column, Row, Tone, col};
 
 pub const COLUMNS: &[Column] = &[
@@ -104,11 +105,7 @@ pub fn rows(s: &Snapshot) -> Vec<Row> {
                 s.pauses.contains(&Scope::NodePool(name.clone())) || s.pauses.contains(&Scope::All);
             let bar = |used: i64, lim: Option<i64>, kind: BarKind, fmt: fn(i64) -> String| match lim
             {
-                Some(l) => Cell::bar(
-                    format!("{}/{}", fmt(used), fmt(l)),
-                    used as f64 / l.max(1) as f64,
-                    kind,
-                ),
+                Some(l) => Cell::usage(used, l, fmt, kind),
                 None => Cell::num(format!("{} / none", fmt(used)), used as f64),
             };
             let blocked = budgets.is_some_and(|b| b.reasons.iter().any(|r| r.allowed == 0));
@@ -260,11 +257,10 @@ pub fn render(frame: &mut Frame, area: Rect, app: &mut App) {
             styles.muted,
         )],
     };
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .border_style(styles.border)
-        .title(Span::styled(" Disruption budgets ", styles.title));
-    frame.render_widget(Paragraph::new(lines).block(block), budgets);
+    frame.render_widget(
+        Paragraph::new(lines).block(panel("Disruption budgets", None, &styles)),
+        budgets,
+    );
 }
 
 pub fn details(s: &Snapshot, id: &str) -> Option<Details> {

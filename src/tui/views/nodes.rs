@@ -3,11 +3,13 @@
 //! lifecycle, and why the disruption pass does or does not touch it. The panel under the
 //! table spells out the selected node's explanation in full.
 
+use std::collections::HashMap;
+
 use chrono::TimeDelta;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
+use ratatui::widgets::{Paragraph, Wrap};
 use serde_json::json;
 
 use super::Details;
@@ -20,6 +22,7 @@ use crate::engine::resources::Resources;
 use crate::engine::state::StateNode;
 use crate::tui::app::App;
 use crate::tui::format;
+use crate::tui::widgets::panel;
 use crate::tui::widgets::table::{BarKind, Cell, Column, Row, Tone, col};
 
 pub const COLUMNS: &[Column] = &[
@@ -37,8 +40,43 @@ pub const COLUMNS: &[Column] = &[
     col("DISRUPTION", Constraint::Min(10)),
 ];
 
+/// Nodes in a command in flight or a waiting decision, with the words for it: one pass
+/// over the decisions, so building every row does not rescan them per node.
+pub fn involvement(s: &Snapshot) -> HashMap<&str, (String, Tone)> {
+    let mut m = HashMap::new();
+    // Commands in flight first: they win over waiting decisions (first match wins).
+    for e in &s.running {
+        let what = match &e.phase {
+            Phase::WaitingForReplacements { .. } => "disrupting",
+            Phase::Draining { .. } => "draining",
+            Phase::Deleted => "deleted",
+            Phase::Failed { .. } => "disruption failed",
+        };
+        for c in e.command.nodes() {
+            m.entry(c)
+                .or_insert_with(|| (format!("{what} #{}", e.id), Tone::Bad));
+        }
+    }
+    for d in &s.pending {
+        for c in d.command.nodes() {
+            m.entry(c)
+                .or_insert_with(|| (format!("awaiting #{}", d.id), Tone::Warn));
+        }
+    }
+    m
+}
+
 /// What a node is doing, in the words of the NodeClaim lifecycle.
 pub fn lifecycle(s: &Snapshot, n: &StateNode, workload_pods: usize) -> (String, Tone) {
+    lifecycle_in(s, &involvement(s), n, workload_pods)
+}
+
+fn lifecycle_in(
+    s: &Snapshot,
+    involved: &HashMap<&str, (String, Tone)>,
+    n: &StateNode,
+    workload_pods: usize,
+) -> (String, Tone) {
     if n.deleting {
         return if workload_pods > 0 {
             ("draining".into(), Tone::Bad)
@@ -46,25 +84,8 @@ pub fn lifecycle(s: &Snapshot, n: &StateNode, workload_pods: usize) -> (String, 
             ("deleting".into(), Tone::Bad)
         };
     }
-    if let Some(e) = s
-        .running
-        .iter()
-        .find(|e| e.command.nodes().any(|c| c == n.name))
-    {
-        let what = match &e.phase {
-            Phase::WaitingForReplacements { .. } => "disrupting",
-            Phase::Draining { .. } => "draining",
-            Phase::Deleted => "deleted",
-            Phase::Failed { .. } => "disruption failed",
-        };
-        return (format!("{what} #{}", e.id), Tone::Bad);
-    }
-    if let Some(d) = s
-        .pending
-        .iter()
-        .find(|d| d.command.nodes().any(|c| c == n.name))
-    {
-        return (format!("awaiting #{}", d.id), Tone::Warn);
+    if let Some(v) = involved.get(n.name.as_str()) {
+        return v.clone();
     }
     if !n.registered {
         return ("launching".into(), Tone::Muted);
@@ -132,14 +153,13 @@ fn capacity(c: CapacityType) -> &'static str {
 
 pub fn rows(s: &Snapshot) -> Vec<Row> {
     let usage = usage(s);
+    let involved = involvement(s);
     s.state
         .nodes
         .iter()
         .zip(usage)
         .map(|(n, (req, pods, workload))| {
-            let cpu = req.cpu as f64 / n.allocatable.cpu.max(1) as f64;
-            let mem = req.memory as f64 / n.allocatable.memory.max(1) as f64;
-            let (state, tone) = lifecycle(s, n, workload);
+            let (state, tone) = lifecycle_in(s, &involved, n, workload);
             let age = s.at - n.created;
             let (why, why_tone) = match s.outcomes.get(&n.name) {
                 Some(o @ Outcome::Chosen { .. }) => (o.to_string(), Tone::Warn),
@@ -154,22 +174,11 @@ pub fn rows(s: &Snapshot) -> Vec<Row> {
                     Cell::text(state).tone(tone),
                     Cell::text(n.nodepool.clone()),
                     Cell::text(n.instance_type.clone()),
-                    Cell::bar(
-                        format!(
-                            "{}/{}",
-                            format::cores(req.cpu),
-                            format::cores(n.allocatable.cpu)
-                        ),
-                        cpu,
-                        BarKind::Cpu,
-                    ),
-                    Cell::bar(
-                        format!(
-                            "{}/{}",
-                            format::bytes(req.memory),
-                            format::bytes(n.allocatable.memory)
-                        ),
-                        mem,
+                    Cell::usage(req.cpu, n.allocatable.cpu, format::cores, BarKind::Cpu),
+                    Cell::usage(
+                        req.memory,
+                        n.allocatable.memory,
+                        format::bytes,
                         BarKind::Memory,
                     ),
                     Cell::num(format!("{pods}/{}", n.allocatable.pods / 1000), pods as f64),
@@ -222,12 +231,12 @@ pub fn render(frame: &mut Frame, area: Rect, app: &mut App) {
             ]
         }
     };
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .border_style(styles.border)
-        .title(Span::styled(" Disruption explanation ", styles.title));
     frame.render_widget(
-        Paragraph::new(lines).wrap(Wrap { trim: true }).block(block),
+        Paragraph::new(lines).wrap(Wrap { trim: true }).block(panel(
+            "Disruption explanation",
+            None,
+            &styles,
+        )),
         explain,
     );
 }

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Paragraph};
+use ratatui::widgets::Paragraph;
 
 use crate::control::approvals::{Policy, Scope};
 use crate::control::controller::Snapshot;
@@ -19,6 +19,7 @@ use crate::tui::format;
 use crate::tui::theme::Styles;
 use crate::tui::views::{disruption, nodepools, pending};
 use crate::tui::widgets::bar::bar;
+use crate::tui::widgets::panel;
 
 /// One pool's line.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -104,6 +105,7 @@ impl Data {
             }
         }
         let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
+        let nominees = pending::Nominees::of(s);
         for p in &s.state.pods {
             if p.is_terminal() {
                 continue;
@@ -113,7 +115,7 @@ impl Data {
                 d.requested.add(&p.requests);
             } else if pending::is_pending(p) {
                 d.pods_pending += 1;
-                let (why, _) = pending::reason(s, p);
+                let (why, _) = pending::reason(s, &nominees, p);
                 *reasons.entry(why).or_default() += 1;
             }
         }
@@ -161,13 +163,6 @@ impl Data {
     }
 }
 
-fn panel<'a>(title: &'a str, styles: &Styles) -> Block<'a> {
-    Block::default()
-        .borders(Borders::ALL)
-        .border_style(styles.border)
-        .title(Span::styled(format!(" {title} "), styles.title))
-}
-
 fn label(text: &str, styles: &Styles) -> Span<'static> {
     Span::styled(format!("{text:<12}"), styles.muted)
 }
@@ -207,7 +202,7 @@ pub fn render(frame: &mut Frame, area: Rect, app: &mut App) {
         ]),
     ];
     frame.render_widget(
-        Paragraph::new(cost_lines).block(panel("Cost", &styles)),
+        Paragraph::new(cost_lines).block(panel("Cost", None, &styles)),
         cost,
     );
 
@@ -236,7 +231,7 @@ pub fn render(frame: &mut Frame, area: Rect, app: &mut App) {
         ]),
     ];
     frame.render_widget(
-        Paragraph::new(node_lines).block(panel("Nodes", &styles)),
+        Paragraph::new(node_lines).block(panel("Nodes", None, &styles)),
         nodes,
     );
 
@@ -277,7 +272,7 @@ pub fn render(frame: &mut Frame, area: Rect, app: &mut App) {
         ),
     ];
     frame.render_widget(
-        Paragraph::new(cap_lines).block(panel("Requested vs allocatable", &styles)),
+        Paragraph::new(cap_lines).block(panel("Requested vs allocatable", None, &styles)),
         capacity,
     );
 
@@ -321,7 +316,11 @@ pub fn render(frame: &mut Frame, area: Rect, app: &mut App) {
         styles.muted,
     ));
     frame.render_widget(
-        Paragraph::new(pool_lines).block(panel("Nodes by NodePool and capacity type", &styles)),
+        Paragraph::new(pool_lines).block(panel(
+            "Nodes by NodePool and capacity type",
+            None,
+            &styles,
+        )),
         left,
     );
 
@@ -357,7 +356,10 @@ pub fn render(frame: &mut Frame, area: Rect, app: &mut App) {
     for line in &d.decisions {
         dl.push(Line::raw(format!("  {line}")));
     }
-    frame.render_widget(Paragraph::new(dl).block(panel("Disruption", &styles)), dis);
+    frame.render_widget(
+        Paragraph::new(dl).block(panel("Disruption", None, &styles)),
+        dis,
+    );
 
     let mut pl = vec![Line::from(vec![
         label("pending", &styles),
@@ -374,7 +376,7 @@ pub fn render(frame: &mut Frame, area: Rect, app: &mut App) {
         pl.push(Line::raw(format!("  {n:>4}  {why}")));
     }
     frame.render_widget(
-        Paragraph::new(pl).block(panel("Pending pods", &styles)),
+        Paragraph::new(pl).block(panel("Pending pods", None, &styles)),
         pend,
     );
 }

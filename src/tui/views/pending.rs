@@ -1,6 +1,8 @@
 //! Pending pods: every pod without a node, why it waits (the scheduler's reason from the
 //! last provisioning round), and the NodeClaim or node it is nominated to.
 
+use std::collections::HashMap;
+
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
 use serde_json::json;
@@ -9,6 +11,7 @@ use super::Details;
 use super::details::{Builder, condition};
 use crate::control::controller::Snapshot;
 use crate::engine::pod::Pod;
+use crate::engine::state::StateNode;
 use crate::tui::app::App;
 use crate::tui::format;
 use crate::tui::widgets::table::{Cell, Column, Row, Tone, col};
@@ -27,15 +30,24 @@ pub fn is_pending(p: &Pod) -> bool {
     p.node_name.is_none() && !p.is_terminal() && p.deleting.is_none()
 }
 
+/// Nodes by NodeClaim name and node name: where a nomination points.
+pub struct Nominees<'a>(HashMap<&'a str, &'a StateNode>);
+
+impl<'a> Nominees<'a> {
+    pub fn of(s: &'a Snapshot) -> Self {
+        let mut m = HashMap::with_capacity(s.state.nodes.len() * 2);
+        for n in &s.state.nodes {
+            m.insert(n.nodeclaim.as_str(), n);
+            m.insert(n.name.as_str(), n);
+        }
+        Nominees(m)
+    }
+}
+
 /// Why the pod waits, in the scheduler's words where there are some.
-pub fn reason(s: &Snapshot, p: &Pod) -> (String, Tone) {
+pub fn reason(s: &Snapshot, nominees: &Nominees, p: &Pod) -> (String, Tone) {
     if let Some(node) = s.nominated.get(&p.key) {
-        let launching = s
-            .state
-            .nodes
-            .iter()
-            .find(|n| n.nodeclaim == *node || n.name == *node);
-        let what = match launching {
+        let what = match nominees.0.get(node.as_str()) {
             Some(n) if !n.registered => "its NodeClaim is launching",
             Some(n) if !n.initialized => "its node is registering",
             Some(_) => "waiting for the kube-scheduler to bind it",
@@ -56,12 +68,13 @@ pub fn reason(s: &Snapshot, p: &Pod) -> (String, Tone) {
 }
 
 pub fn rows(s: &Snapshot) -> Vec<Row> {
+    let nominees = Nominees::of(s);
     s.state
         .pods
         .iter()
         .filter(|p| is_pending(p))
         .map(|p| {
-            let (why, tone) = reason(s, p);
+            let (why, tone) = reason(s, &nominees, p);
             let age = s.at - p.created;
             let key = p.key.to_string();
             Row::new(
@@ -94,7 +107,7 @@ pub fn render(frame: &mut Frame, area: Rect, app: &mut App) {
 pub fn details(s: &Snapshot, id: &str) -> Option<Details> {
     let p = s.state.pods.iter().find(|p| p.key.to_string() == id)?;
     let mut b = Builder::default();
-    let (why, tone) = reason(s, p);
+    let (why, tone) = reason(s, &Nominees::of(s), p);
     b.heading("Conditions");
     condition(
         &mut b,

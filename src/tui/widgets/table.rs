@@ -117,6 +117,15 @@ impl Cell {
         }
     }
 
+    /// A request bar of `used` out of `total`, reading "used/total" in `fmt`'s units.
+    pub fn usage(used: i64, total: i64, fmt: fn(i64) -> String, kind: BarKind) -> Cell {
+        Cell::bar(
+            format!("{}/{}", fmt(used), fmt(total)),
+            used as f64 / total.max(1) as f64,
+            kind,
+        )
+    }
+
     pub fn tone(mut self, tone: Tone) -> Cell {
         self.tone = tone;
         self
