@@ -8,6 +8,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use chrono::{DateTime, TimeDelta, Utc};
+use tokio::sync::mpsc;
 
 use crate::cloud::sim::SimCloud;
 use crate::cluster::scenario::timeline::{OperatorAction, patch_nodepool};
@@ -19,6 +20,7 @@ use crate::control::clock::{Clock, ScaledClock, VirtualClock};
 use crate::control::controller::{Controller, Settings};
 use crate::control::events::{Event, EventKind};
 use crate::control::journal::Journal;
+use crate::control::requests::{self, Envelope};
 use crate::engine::catalog::Catalog;
 use crate::engine::selector::Selector;
 
@@ -266,6 +268,31 @@ impl Simulation {
         for e in self.step().await {
             sink(&e);
         }
+    }
+
+    /// Runs in real time (scaled) and carries out operator requests between rounds: the
+    /// embedded world as a console's backend. Ends, returning the simulation, when every
+    /// sender of `requests` is gone.
+    pub async fn serve(
+        mut self,
+        mut requests: mpsc::UnboundedReceiver<Envelope>,
+        actor: String,
+    ) -> Simulation {
+        loop {
+            self.step().await;
+            let next = self.next_time();
+            tokio::select! {
+                _ = self.waiter(next) => {}
+                envelope = requests.recv() => match envelope {
+                    None => break,
+                    Some((request, reply)) => {
+                        let answer = requests::apply(&mut self.controller, request, &actor).await;
+                        let _ = reply.send(answer);
+                    }
+                }
+            }
+        }
+        self
     }
 
     /// The closing figures of a run.

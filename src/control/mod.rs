@@ -10,6 +10,7 @@ pub mod events;
 pub mod journal;
 pub mod metrics;
 pub mod orchestration;
+pub mod requests;
 
 #[cfg(test)]
 mod tests;

@@ -8,29 +8,8 @@ use std::sync::Arc;
 
 use tokio::sync::{mpsc, oneshot, watch};
 
-use crate::cloud::CloudProvider;
-use crate::cluster::Cluster;
-use crate::control::approvals::Scope;
-use crate::control::controller::{Controller, Snapshot};
-use crate::simulation::Simulation;
-
-/// What an operator asks of the controller.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Request {
-    /// Approve these decisions (one, or every visible one), in order.
-    Approve {
-        ids: Vec<u64>,
-    },
-    Reject {
-        id: u64,
-        reason: String,
-    },
-    Pause(Scope),
-    Resume(Scope),
-}
-
-/// The controller's answer: a line for the status bar, or why it refused.
-pub type Reply = Result<String, String>;
+use crate::control::controller::Snapshot;
+pub use crate::control::requests::{Envelope, Reply, Request};
 
 /// Who the console is talking to, for the header.
 #[derive(Clone, Debug)]
@@ -42,8 +21,6 @@ pub struct Source {
     /// The name operator actions are journaled under ("console:alice").
     pub actor: String,
 }
-
-type Envelope = (Request, oneshot::Sender<Reply>);
 
 /// Snapshots out, requests in.
 #[derive(Clone, Debug)]
@@ -88,87 +65,4 @@ impl Console {
                 .unwrap_or_else(|_| Err("the controller stopped before answering".into()))
         }
     }
-}
-
-/// Carries out one request on an in-process controller.
-pub async fn apply<C: Cluster, P: CloudProvider>(
-    controller: &mut Controller<C, P>,
-    request: Request,
-    actor: &str,
-) -> Reply {
-    match request {
-        Request::Approve { ids } => {
-            let mut done = Vec::new();
-            let mut failed = Vec::new();
-            for id in ids {
-                match controller.approve(id, actor).await {
-                    Ok(()) => done.push(format!("#{id}")),
-                    Err(e) => failed.push(format!("#{id}: {e}")),
-                }
-            }
-            match (done.is_empty(), failed.is_empty()) {
-                (_, true) => Ok(format!("approved {}", done.join(", "))),
-                (true, false) => Err(failed.join("; ")),
-                (false, false) => Err(format!(
-                    "approved {}; refused {}",
-                    done.join(", "),
-                    failed.join("; ")
-                )),
-            }
-        }
-        Request::Reject { id, reason } => controller
-            .reject(id, &reason, actor)
-            .await
-            .map(|()| format!("rejected #{id}"))
-            .map_err(|e| format!("reject #{id}: {e}")),
-        Request::Pause(scope) => controller
-            .pause(scope.clone(), actor)
-            .await
-            .map(|()| format!("paused disruption: {scope}"))
-            .map_err(|e| format!("pause {scope}: {e}")),
-        Request::Resume(scope) => match controller.resume(&scope, actor).await {
-            Ok(true) => Ok(format!("resumed disruption: {scope}")),
-            Ok(false) => Err(format!("{scope} was not paused")),
-            Err(e) => Err(format!("resume {scope}: {e}")),
-        },
-    }
-}
-
-/// The embedded world as a console backend: a task that runs the simulation in real
-/// time (scaled) and answers requests between rounds. Returns the console and the task
-/// to spawn; the task ends when every console handle is gone.
-pub fn embedded(
-    mut sim: Simulation,
-    label: String,
-    read_only: bool,
-    actor: String,
-) -> (Console, impl Future<Output = Simulation> + Send) {
-    let snapshots = sim.controller.subscribe();
-    let (console, mut requests) = Console::new(
-        snapshots,
-        Source {
-            label,
-            read_only,
-            actor: actor.clone(),
-        },
-    );
-    let driver = async move {
-        loop {
-            sim.step().await;
-            let next = sim.next_time();
-            let wait = sim.waiter(next);
-            tokio::select! {
-                _ = wait => {}
-                envelope = requests.recv() => match envelope {
-                    None => break,
-                    Some((request, reply)) => {
-                        let answer = apply(&mut sim.controller, request, &actor).await;
-                        let _ = reply.send(answer);
-                    }
-                }
-            }
-        }
-        sim
-    };
-    (console, driver)
 }

@@ -11,7 +11,7 @@ use ratatui::style::Color;
 use crate::simulation::Simulation;
 use crate::tui::app::{App, Settings};
 use crate::tui::config;
-use crate::tui::console;
+use crate::tui::console::{Console, Source};
 use crate::tui::frame;
 use crate::tui::keymap::Keymap;
 use crate::tui::logpane::LogPane;
@@ -82,8 +82,16 @@ pub async fn run_embedded(
     log: LogPane,
 ) -> std::io::Result<(Option<Simulation>, LoopStats)> {
     let p = prepare(opts);
-    let (console, driver) = console::embedded(sim, label, opts.read_only, p.actor.clone());
-    let driver = tokio::spawn(driver);
+    let mut sim = sim;
+    let (console, requests) = Console::new(
+        sim.controller.subscribe(),
+        Source {
+            label,
+            read_only: opts.read_only,
+            actor: p.actor.clone(),
+        },
+    );
+    let driver = tokio::spawn(sim.serve(requests, p.actor.clone()));
     let snapshot = console.snapshots().borrow().clone();
     let mut app = App::new(
         snapshot,

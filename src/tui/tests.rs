@@ -8,8 +8,8 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use crate::control::approvals::Scope;
 use crate::control::journal::Action as Journal;
+use crate::control::requests::{self, Request};
 use crate::tui::app::{App, Effect, Mode};
-use crate::tui::console::{self, Request};
 use crate::tui::frame::{self, DEMO_AT};
 use crate::tui::theme::Theme;
 use crate::tui::views::View;
@@ -101,7 +101,7 @@ async fn approve_reject_and_pause_reach_the_controller() {
     let Effect::Request(r) = effects[0].clone() else {
         unreachable!()
     };
-    let reply = console::apply(&mut sim.controller, r, "console:test").await;
+    let reply = requests::apply(&mut sim.controller, r, "console:test").await;
     assert!(reply.is_ok(), "{reply:?}");
     app.on_reply(reply);
     app.on_snapshot(rx.borrow().clone());
@@ -124,7 +124,7 @@ async fn approve_reject_and_pause_reach_the_controller() {
             panic!("{effects:?}")
         };
         assert_eq!(*id, second);
-        let reply = console::apply(&mut sim.controller, r.clone(), "console:test").await;
+        let reply = requests::apply(&mut sim.controller, r.clone(), "console:test").await;
         assert!(reply.is_ok(), "{reply:?}");
         app.on_snapshot(rx.borrow().clone());
         assert!(app.snapshot.pending.iter().all(|d| d.id != second));
@@ -139,7 +139,7 @@ async fn approve_reject_and_pause_reach_the_controller() {
     // p: pause everything, then p again resumes.
     let effects = press(&mut app, "p");
     assert_eq!(effects, [Effect::Request(Request::Pause(Scope::All))]);
-    let reply = console::apply(
+    let reply = requests::apply(
         &mut sim.controller,
         Request::Pause(Scope::All),
         "console:test",
@@ -151,7 +151,7 @@ async fn approve_reject_and_pause_reach_the_controller() {
     assert!(screen(&mut app).contains("PAUSED: all"));
     let effects = press(&mut app, "p");
     assert_eq!(effects, [Effect::Request(Request::Resume(Scope::All))]);
-    console::apply(
+    requests::apply(
         &mut sim.controller,
         Request::Resume(Scope::All),
         "console:test",
@@ -172,7 +172,7 @@ async fn approve_reject_and_pause_reach_the_controller() {
             pool.clone()
         )))]
     );
-    console::apply(
+    requests::apply(
         &mut sim.controller,
         Request::Pause(Scope::NodePool(pool.clone())),
         "console:test",
@@ -401,7 +401,7 @@ async fn an_open_details_popup_follows_its_object() {
             && d.lines.iter().any(|(_, l)| l.contains("awaiting approval"))
     );
     // Another console (here: the controller directly) approves it while the popup is open.
-    console::apply(
+    requests::apply(
         &mut sim.controller,
         Request::Approve { ids: vec![id] },
         "console:other",

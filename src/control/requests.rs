@@ -1,0 +1,76 @@
+//! Operator requests to a controller: approve, reject, pause, resume. A console sends
+//! them (over a channel, or in attach mode as API writes); the in-process controller's
+//! owner carries them out here, between rounds, and answers with a line for the status
+//! bar or the reason it refused.
+
+use tokio::sync::oneshot;
+
+use crate::cloud::CloudProvider;
+use crate::cluster::Cluster;
+use crate::control::approvals::Scope;
+use crate::control::controller::Controller;
+
+/// What an operator asks of the controller.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Request {
+    /// Approve these decisions (one, or every visible one), in order.
+    Approve {
+        ids: Vec<u64>,
+    },
+    Reject {
+        id: u64,
+        reason: String,
+    },
+    Pause(Scope),
+    Resume(Scope),
+}
+
+/// The controller's answer: a line for the status bar, or why it refused.
+pub type Reply = Result<String, String>;
+
+/// A request with the channel its answer goes back on.
+pub type Envelope = (Request, oneshot::Sender<Reply>);
+
+/// Carries out one request on an in-process controller.
+pub async fn apply<C: Cluster, P: CloudProvider>(
+    controller: &mut Controller<C, P>,
+    request: Request,
+    actor: &str,
+) -> Reply {
+    match request {
+        Request::Approve { ids } => {
+            let mut done = Vec::new();
+            let mut failed = Vec::new();
+            for id in ids {
+                match controller.approve(id, actor).await {
+                    Ok(()) => done.push(format!("#{id}")),
+                    Err(e) => failed.push(format!("#{id}: {e}")),
+                }
+            }
+            match (done.is_empty(), failed.is_empty()) {
+                (_, true) => Ok(format!("approved {}", done.join(", "))),
+                (true, false) => Err(failed.join("; ")),
+                (false, false) => Err(format!(
+                    "approved {}; refused {}",
+                    done.join(", "),
+                    failed.join("; ")
+                )),
+            }
+        }
+        Request::Reject { id, reason } => controller
+            .reject(id, &reason, actor)
+            .await
+            .map(|()| format!("rejected #{id}"))
+            .map_err(|e| format!("reject #{id}: {e}")),
+        Request::Pause(scope) => controller
+            .pause(scope.clone(), actor)
+            .await
+            .map(|()| format!("paused disruption: {scope}"))
+            .map_err(|e| format!("pause {scope}: {e}")),
+        Request::Resume(scope) => match controller.resume(&scope, actor).await {
+            Ok(true) => Ok(format!("resumed disruption: {scope}")),
+            Ok(false) => Err(format!("{scope} was not paused")),
+            Err(e) => Err(format!("resume {scope}: {e}")),
+        },
+    }
+}
