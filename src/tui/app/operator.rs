@@ -1,0 +1,158 @@
+//! Operator actions: approve, approve all, reject, pause and resume. Every one passes
+//! through `App::dangerous`, the one gate that refuses them in read-only mode and asks
+//! for confirmation where configured (approve-all always asks).
+
+use super::{App, Confirm, Effect, Mode};
+use crate::control::approvals::Scope;
+use crate::tui::console::Request;
+use crate::tui::keymap::Action;
+use crate::tui::views::{self, View};
+
+impl App {
+    /// The one gate for actions that change the cluster: read-only mode refuses them
+    /// (visibly), configured actions ask for confirmation, the rest go out at once.
+    pub(super) fn dangerous(
+        &mut self,
+        action: Action,
+        request: Request,
+        prompt: String,
+    ) -> Vec<Effect> {
+        debug_assert!(action.dangerous());
+        if self.source.read_only {
+            self.warn(format!(
+                "read-only: {} refused ({} is attached without write access)",
+                action.name(),
+                self.source.label
+            ));
+            return Vec::new();
+        }
+        // Approving many at once always asks, whatever the config says.
+        if self.settings.confirm.contains(&action) || action == Action::ApproveAll {
+            self.mode = Mode::Confirm(Confirm { prompt, request });
+            return Vec::new();
+        }
+        self.send(request)
+    }
+
+    pub(super) fn send(&mut self, request: Request) -> Vec<Effect> {
+        self.in_flight += 1;
+        vec![Effect::Request(request)]
+    }
+
+    /// The decision the cursor is on: a decision row, or the decision holding the
+    /// selected node.
+    pub fn selected_decision(&self) -> Option<u64> {
+        let row = self.tables.get(self.view)?.selected_row()?;
+        match self.view {
+            View::Disruption => views::disruption::decision_id(&row.id),
+            View::Nodes => self
+                .snapshot
+                .pending
+                .iter()
+                .find(|d| d.command.nodes().any(|n| n == row.id))
+                .map(|d| d.id),
+            _ => None,
+        }
+    }
+
+    pub(super) fn selected_pool(&self) -> Option<String> {
+        let row = self.tables.get(self.view)?.selected_row()?;
+        match self.view {
+            View::NodePools => Some(row.id.clone()),
+            View::Nodes => self
+                .snapshot
+                .state
+                .node(&row.id)
+                .map(|n| n.nodepool.clone()),
+            View::Disruption => {
+                let id = views::disruption::decision_id(&row.id)?;
+                let d = self.snapshot.pending.iter().find(|d| d.id == id)?;
+                d.command.candidates.first().map(|c| c.nodepool.clone())
+            }
+            _ => None,
+        }
+    }
+
+    pub(super) fn approve_selected(&mut self) -> Vec<Effect> {
+        let Some(id) = self.selected_decision() else {
+            self.warn("no decision selected: pick one in the Disruption view (5)".into());
+            return Vec::new();
+        };
+        let nodes = self.decision_nodes(id);
+        self.dangerous(
+            Action::Approve,
+            Request::Approve { ids: vec![id] },
+            format!("Approve decision #{id}, disrupting {nodes}?"),
+        )
+    }
+
+    pub(super) fn approve_visible(&mut self) -> Vec<Effect> {
+        if self.view != View::Disruption {
+            self.warn("approve-all works on the decisions shown in the Disruption view (5)".into());
+            return Vec::new();
+        }
+        let ids: Vec<u64> = self
+            .tables
+            .decisions
+            .visible()
+            .filter_map(|r| views::disruption::decision_id(&r.id))
+            .collect();
+        if ids.is_empty() {
+            self.warn("no decisions to approve".into());
+            return Vec::new();
+        }
+        let nodes: usize = ids
+            .iter()
+            .filter_map(|id| self.snapshot.pending.iter().find(|d| d.id == *id))
+            .map(|d| d.command.candidates.len())
+            .sum();
+        let prompt = format!(
+            "Approve all {} visible decision{}, disrupting {nodes} node{}?",
+            ids.len(),
+            if ids.len() == 1 { "" } else { "s" },
+            if nodes == 1 { "" } else { "s" },
+        );
+        self.dangerous(Action::ApproveAll, Request::Approve { ids }, prompt)
+    }
+
+    pub(super) fn reject_selected(&mut self) -> Vec<Effect> {
+        let Some(id) = self.selected_decision() else {
+            self.warn("no decision selected: pick one in the Disruption view (5)".into());
+            return Vec::new();
+        };
+        let nodes = self.decision_nodes(id);
+        let reason = format!("rejected from the console by {}", self.source.actor);
+        self.dangerous(
+            Action::Reject,
+            Request::Reject { id, reason },
+            format!("Reject decision #{id} ({nodes})?"),
+        )
+    }
+
+    pub(super) fn toggle_pause(
+        &mut self,
+        scope: Scope,
+        paused: bool,
+        action: Action,
+    ) -> Vec<Effect> {
+        let (request, verb) = if paused {
+            (Request::Resume(scope.clone()), "Resume")
+        } else {
+            (Request::Pause(scope.clone()), "Pause")
+        };
+        self.dangerous(action, request, format!("{verb} disruption of {scope}?"))
+    }
+
+    pub(super) fn decision_nodes(&self, id: u64) -> String {
+        match self.snapshot.pending.iter().find(|d| d.id == id) {
+            Some(d) => {
+                let names: Vec<&str> = d.command.nodes().collect();
+                match names.len() {
+                    1 => format!("node {}", names[0]),
+                    n => format!("{n} nodes: {}", names.join(", ")),
+                }
+            }
+            None => "nodes no longer pending".into(),
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! Keys while the operator is typing or answering: the filter box, `:` commands, the
+//! y/n confirmation and the details popup.
+
+use std::time::Instant;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use super::{App, Confirm, Effect, Mode, Status};
+use crate::control::approvals::Scope;
+use crate::tui::keymap::Action;
+use crate::tui::theme::Theme;
+use crate::tui::views::{Details, View};
+use crate::tui::widgets::table::Filter;
+
+impl App {
+    pub(super) fn filter_key(
+        &mut self,
+        key: KeyEvent,
+        mut input: String,
+        previous: Option<String>,
+    ) -> Vec<Effect> {
+        let view = self.view;
+        match key.code {
+            KeyCode::Esc => {
+                let restored = previous.as_deref().and_then(|p| Filter::parse(p).ok());
+                if let Some(t) = self.tables.get_mut(view) {
+                    t.set_filter(restored);
+                }
+                return Vec::new();
+            }
+            KeyCode::Enter => return Vec::new(),
+            KeyCode::Backspace => {
+                input.pop();
+            }
+            KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => input.push(c),
+            _ => {}
+        }
+        // Live: every keystroke narrows the rows; an unfinished regex keeps the last
+        // good one and says why.
+        let parsed = if input.is_empty() || input == "!" {
+            Ok(None)
+        } else {
+            Filter::parse(&input).map(Some)
+        };
+        match parsed {
+            Ok(f) => {
+                if let Some(t) = self.tables.get_mut(view) {
+                    t.set_filter(f);
+                }
+                self.status = None;
+            }
+            Err(e) => {
+                self.status = Some(Status {
+                    text: e,
+                    error: true,
+                    since: Instant::now(),
+                })
+            }
+        }
+        self.mode = Mode::Filter { input, previous };
+        Vec::new()
+    }
+
+    pub(super) fn command_key(&mut self, key: KeyEvent, mut input: String) -> Vec<Effect> {
+        match key.code {
+            KeyCode::Esc => Vec::new(),
+            KeyCode::Enter => self.run_command(&input),
+            KeyCode::Backspace => {
+                input.pop();
+                self.mode = Mode::Command { input };
+                Vec::new()
+            }
+            KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => {
+                input.push(c);
+                self.mode = Mode::Command { input };
+                Vec::new()
+            }
+            _ => {
+                self.mode = Mode::Command { input };
+                Vec::new()
+            }
+        }
+    }
+
+    /// `:` commands.
+    pub fn run_command(&mut self, line: &str) -> Vec<Effect> {
+        let mut words = line.split_whitespace();
+        let Some(cmd) = words.next() else {
+            return Vec::new();
+        };
+        let arg = words.next().map(str::to_string);
+        match cmd {
+            "q" | "q!" | "quit" => self.act(Action::Quit),
+            "nodepool" | "nodepools" | "np" => {
+                self.show(View::NodePools);
+                if let Some(name) = arg
+                    && !self.tables.nodepools.select_id(&name)
+                {
+                    self.warn(format!("no NodePool {name:?}"));
+                }
+                Vec::new()
+            }
+            "nodes" | "node" | "nodeclaims" | "nc" => self.act(Action::ViewNodes),
+            "pods" | "pending" => self.act(Action::ViewPending),
+            "disruption" | "decisions" => self.act(Action::ViewDisruption),
+            "events" | "log" => self.act(Action::ViewEvents),
+            "help" => self.act(Action::ViewHelp),
+            "overview" => self.act(Action::ViewOverview),
+            "pause" | "resume" => {
+                let pause = cmd == "pause";
+                let (scope, action) = match arg {
+                    None => (Scope::All, Action::Pause),
+                    Some(a) => match Scope::parse(&a) {
+                        Ok(Scope::NodePool(p))
+                            if !self.snapshot.state.nodepools.contains_key(&p) =>
+                        {
+                            self.warn(format!("no NodePool {p:?}"));
+                            return Vec::new();
+                        }
+                        Ok(s @ Scope::All) => (s, Action::Pause),
+                        Ok(s) => (s, Action::PausePool),
+                        Err(e) => {
+                            self.warn(e);
+                            return Vec::new();
+                        }
+                    },
+                };
+                self.toggle_pause(scope, !pause, action)
+            }
+            "theme" => {
+                match arg {
+                    None => {
+                        let names = Theme::available(self.settings.themes_dir.as_deref());
+                        self.say(format!(
+                            "themes: {} (now {})",
+                            names.join(", "),
+                            self.theme.name
+                        ));
+                    }
+                    Some(name) => match Theme::load(&name, self.settings.themes_dir.as_deref()) {
+                        Ok(t) => {
+                            self.theme = if self.settings.no_color {
+                                t.without_colour()
+                            } else {
+                                t
+                            };
+                            self.say(format!("theme {name}"));
+                        }
+                        Err(e) => self.warn(e.to_string()),
+                    },
+                }
+                Vec::new()
+            }
+            other => {
+                self.warn(format!(
+                    ":{other}: unknown command (nodepool NAME, pause [POOL], resume [POOL], theme NAME, q)"
+                ));
+                Vec::new()
+            }
+        }
+    }
+
+    pub(super) fn confirm_key(&mut self, key: KeyEvent, c: Confirm) -> Vec<Effect> {
+        match key.code {
+            KeyCode::Char('y') | KeyCode::Char('Y') | KeyCode::Enter => self.send(c.request),
+            KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc | KeyCode::Char('q') => {
+                self.say("cancelled".into());
+                Vec::new()
+            }
+            _ => {
+                self.mode = Mode::Confirm(c);
+                Vec::new()
+            }
+        }
+    }
+
+    pub(super) fn details_key(&mut self, key: KeyEvent, mut d: Details) -> Vec<Effect> {
+        let action = self.keymap.action(&key);
+        match (key.code, action) {
+            (KeyCode::Esc | KeyCode::Enter | KeyCode::Char('q'), _) => return Vec::new(),
+            (_, Some(Action::Down)) => d.scroll = d.scroll.saturating_add(1),
+            (_, Some(Action::Up)) => d.scroll = d.scroll.saturating_sub(1),
+            (_, Some(Action::PageDown)) => d.scroll = d.scroll.saturating_add(20),
+            (_, Some(Action::PageUp)) => d.scroll = d.scroll.saturating_sub(20),
+            (_, Some(Action::Top)) => d.scroll = 0,
+            (_, Some(Action::Bottom)) => d.scroll = d.lines.len().saturating_sub(1) as u16,
+            _ => {}
+        }
+        d.scroll = d.scroll.min(d.lines.len().saturating_sub(1) as u16);
+        self.mode = Mode::Details(d);
+        Vec::new()
+    }
+}
