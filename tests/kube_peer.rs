@@ -2,7 +2,9 @@
 //! tests/peers/kmock_server.py) serves kube-rs and kubectl as a real API server would:
 //! lists with resource versions and uids, label selectors, kube-runtime watchers without
 //! error loops, the Karpenter custom resources with a status subresource, and watches
-//! resumed from a resource version.
+//! resumed from a resource version. And what the controller backend's tests need:
+//! evictions under PodDisruptionBudgets, Leases, Events and ConfigMaps, watchers that
+//! survive dropped watches and 410 Gone, and injected faults seen in the request log.
 
 #[path = "peers/kube_peer.rs"]
 mod kube_peer;
@@ -11,13 +13,17 @@ use std::collections::BTreeSet;
 use std::pin::pin;
 use std::time::Duration;
 
-use futures_util::StreamExt;
-use k8s_openapi::api::core::v1::{Namespace, Pod};
+use futures_util::{Stream, StreamExt};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{ConfigMap, Event as CoreEvent, Namespace, ObjectReference, Pod};
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch,
-    PatchParams, PostParams, WatchEvent, WatchParams,
+    Api, ApiResource, DeleteParams, DynamicObject, EvictParams, GroupVersionKind, ListParams,
+    Patch, PatchParams, PostParams, WatchEvent, WatchParams,
 };
 use kube::discovery::{Scope, pinned_kind};
+use kube::runtime::events::{Event as Published, EventType, Recorder, Reporter};
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
@@ -346,5 +352,533 @@ async fn a_watch_resumed_from_the_last_seen_version_gets_only_newer_events() {
     assert!(
         summary.windows(2).all(|w| w[0].2 < w[1].2) && summary[0].2 > last_seen,
         "versions not increasing past {last_seen}: {summary:?}"
+    );
+}
+
+/// A watcher event in a word: "InitApply(web-1)", "WatchError(410)", "WatchFailed", ...
+fn summary(event: Result<watcher::Event<Pod>, watcher::Error>) -> String {
+    match event {
+        Ok(watcher::Event::Init) => "Init".into(),
+        Ok(watcher::Event::InitApply(p)) => format!("InitApply({})", p.name_any()),
+        Ok(watcher::Event::InitDone) => "InitDone".into(),
+        Ok(watcher::Event::Apply(p)) => format!("Apply({})", p.name_any()),
+        Ok(watcher::Event::Delete(p)) => format!("Delete({})", p.name_any()),
+        Err(watcher::Error::WatchError(status)) => format!("WatchError({})", status.code),
+        Err(watcher::Error::WatchFailed(_)) => "WatchFailed".into(),
+        Err(other) => format!("Err({other})"),
+    }
+}
+
+/// The watcher's next events, summarised, up to and including `last`.
+async fn events_until(
+    peer: &KubePeer,
+    stream: &mut (impl Stream<Item = Result<watcher::Event<Pod>, watcher::Error>> + Unpin),
+    last: &str,
+) -> Vec<String> {
+    let mut seen = Vec::new();
+    let waited = tokio::time::timeout(PATIENCE, async {
+        loop {
+            let event = summary(stream.next().await.expect("the watcher stream ends"));
+            seen.push(event.clone());
+            if event == last {
+                break;
+            }
+        }
+    })
+    .await;
+    assert!(
+        waited.is_ok(),
+        "no {last} within the timeout; saw {seen:?}; server log:\n{}",
+        peer.log()
+    );
+    seen
+}
+
+/// A pod that is Running and Ready (the eviction's budget check counts only Ready pods as
+/// healthy), created and then given its status as the kubelet would.
+async fn running_pod(pods: &Api<Pod>, name: &str, app: &str) {
+    let mut p = pod(name);
+    p.metadata.labels = Some([("app".to_string(), app.to_string())].into());
+    pods.create(&PostParams::default(), &p)
+        .await
+        .expect("create a pod");
+    let status = json!({"status": {"phase": "Running",
+                                   "conditions": [{"type": "Ready", "status": "True"}]}});
+    pods.patch_status(name, &PatchParams::default(), &Patch::Merge(status))
+        .await
+        .expect("the pod's status");
+}
+
+/// Namespace `shop` with Ready pods web-1 and web-2 and the budget `web` over them, its
+/// status as the disruption controller would have it with `allowed` disruptions.
+async fn shop_with_budget(peer: &KubePeer, allowed: u32) -> (Api<Pod>, Api<PodDisruptionBudget>) {
+    peer.kubectl(
+        &["apply", "-f", "-"],
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: shop\n---\n\
+         apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n  name: web\n  \
+         namespace: shop\nspec:\n  minAvailable: 1\n  selector:\n    matchLabels:\n      \
+         app: web\n",
+    );
+    let client = peer.client().await;
+    let pods = Api::<Pod>::namespaced(client.clone(), "shop");
+    running_pod(&pods, "web-1", "web").await;
+    running_pod(&pods, "web-2", "web").await;
+    running_pod(&pods, "db-1", "db").await;
+    let budgets = Api::<PodDisruptionBudget>::namespaced(client, "shop");
+    let status = json!({"status": {"disruptionsAllowed": allowed, "currentHealthy": 2,
+                                   "desiredHealthy": 1, "expectedPods": 2}});
+    budgets
+        .patch_status("web", &PatchParams::default(), &Patch::Merge(status))
+        .await
+        .expect("the budget's status");
+    (pods, budgets)
+}
+
+#[tokio::test]
+async fn an_eviction_within_the_budget_deletes_the_pod_and_decrements_the_budget() {
+    let peer = KubePeer::start();
+    let (pods, budgets) = shop_with_budget(&peer, 1).await;
+
+    let status = pods
+        .evict("web-1", &EvictParams::default())
+        .await
+        .unwrap_or_else(|e| panic!("evict web-1: {e:?}\nserver log:\n{}", peer.log()));
+    assert_eq!(status.code, 201, "{status:?}");
+    assert!(status.is_success(), "{status:?}");
+
+    let names = peer.kubectl(&["get", "pods", "-n", "shop", "-o", "name"], "");
+    let names: BTreeSet<&str> = names.lines().collect();
+    assert_eq!(names, BTreeSet::from(["pod/db-1", "pod/web-2"]));
+    let allowed = peer.kubectl(
+        &[
+            "get",
+            "pdb",
+            "web",
+            "-n",
+            "shop",
+            "-o",
+            "jsonpath={.status.disruptionsAllowed}",
+        ],
+        "",
+    );
+    assert_eq!(allowed, "0");
+    let budget = budgets.get("web").await.expect("the budget");
+    let disrupted = budget
+        .status
+        .and_then(|s| s.disrupted_pods)
+        .unwrap_or_default();
+    assert!(disrupted.contains_key("web-1"), "{disrupted:?}");
+
+    // A pod no budget selects goes without touching the budget; a missing pod is 404.
+    pods.evict("db-1", &EvictParams::default())
+        .await
+        .expect("evict db-1");
+    let err = pods
+        .evict("db-1", &EvictParams::default())
+        .await
+        .expect_err("db-1 is gone");
+    assert!(
+        matches!(&err, kube::Error::Api(s) if s.code == 404),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_eviction_a_budget_at_zero_refuses_is_a_429_and_the_pod_stays() {
+    let peer = KubePeer::start();
+    let (_, budgets) = shop_with_budget(&peer, 0).await;
+    // The refusal has no Retry-After (as upstream), so kube's own retries of a 429 would
+    // back off for minutes before the error came back; this client hands it back at once.
+    let pods = Api::<Pod>::namespaced(peer.client_without_retries().await, "shop");
+
+    let err = pods
+        .evict("web-1", &EvictParams::default())
+        .await
+        .expect_err("the budget allows no disruption");
+    let kube::Error::Api(status) = &err else {
+        panic!("expected an API error, got {err:?}")
+    };
+    assert_eq!(status.code, 429, "{status:?}");
+    assert_eq!(status.reason, "TooManyRequests");
+    assert!(status.message.contains("disruption budget"), "{status:?}");
+    let cause = &status.details.as_ref().expect("details").causes[0];
+    assert_eq!(cause.reason, "DisruptionBudget");
+    assert!(cause.message.contains("web"), "{cause:?}");
+
+    pods.get("web-1").await.expect("web-1 is still there");
+    let budget = budgets.get("web").await.expect("the budget");
+    assert_eq!(budget.status.expect("status").disruptions_allowed, 0);
+    let evictions: Vec<_> = peer
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.ends_with("/eviction"))
+        .map(|r| r.status)
+        .collect();
+    assert_eq!(evictions, [Some(429)]);
+}
+
+#[tokio::test]
+async fn a_watcher_survives_dropped_watches_and_resumes_without_duplicates() {
+    let peer = KubePeer::start();
+    let client = peer.client().await;
+    let pods = Api::<Pod>::namespaced(client, "default");
+    let pp = PostParams::default();
+    pods.create(&pp, &pod("before"))
+        .await
+        .expect("create before");
+    let mut stream = pin!(watcher(pods.clone(), watcher::Config::default()));
+    assert_eq!(
+        events_until(&peer, &mut stream, "InitDone").await,
+        ["Init", "InitApply(before)", "InitDone"]
+    );
+    // An event through the watch: the watch is open.
+    let first = pods.create(&pp, &pod("first")).await.expect("create first");
+    assert_eq!(
+        events_until(&peer, &mut stream, "Apply(first)").await,
+        ["Apply(first)"]
+    );
+
+    assert_eq!(peer.drop_watches(), 1);
+    pods.create(&pp, &pod("after")).await.expect("create after");
+    // kube reads a watch cut short as its end (not an error) and watches again from the
+    // last version it saw; an error event in between would be tolerable too.
+    let seen = events_until(&peer, &mut stream, "Apply(after)").await;
+    let events: Vec<_> = seen.iter().filter(|e| *e != "WatchFailed").collect();
+    assert_eq!(events, ["Apply(after)"], "{seen:?}");
+    // Nothing is delivered twice: the next event is the next pod.
+    pods.create(&pp, &pod("last")).await.expect("create last");
+    assert_eq!(
+        events_until(&peer, &mut stream, "Apply(last)").await,
+        ["Apply(last)"]
+    );
+
+    // The watch was resumed from the last version seen, not relisted.
+    let requests = peer.requests();
+    let watches: Vec<_> = requests.iter().filter(|r| r.is_watch()).collect();
+    assert_eq!(watches.len(), 2, "{watches:?}");
+    assert_eq!(
+        watches[1].query.get("resourceVersion"),
+        first.resource_version().as_ref(),
+        "{watches:?}"
+    );
+    assert_eq!(
+        requests
+            .iter()
+            .filter(|r| !r.is_watch() && r.method == "GET")
+            .count(),
+        1,
+        "one list: {requests:?}"
+    );
+}
+
+#[tokio::test]
+async fn after_compaction_a_watcher_resumed_from_an_old_version_relists() {
+    let peer = KubePeer::start();
+    let client = peer.client().await;
+    let pods = Api::<Pod>::namespaced(client, "default");
+    let pp = PostParams::default();
+    pods.create(&pp, &pod("before"))
+        .await
+        .expect("create before");
+    let mut stream = pin!(watcher(pods.clone(), watcher::Config::default()));
+    events_until(&peer, &mut stream, "InitDone").await;
+    let first = pods.create(&pp, &pod("first")).await.expect("create first");
+    events_until(&peer, &mut stream, "Apply(first)").await;
+
+    // The watch breaks while the watcher is not polled; then a pod is created and the
+    // journal forgets everything up to it, so the watcher's version is too old.
+    assert_eq!(peer.drop_watches(), 1);
+    let between = pods
+        .create(&pp, &pod("between"))
+        .await
+        .expect("create between");
+    let compacted = peer.compact();
+    assert_eq!(
+        between.resource_version(),
+        Some(compacted.to_string()),
+        "compacted at the newest version"
+    );
+
+    let seen = events_until(&peer, &mut stream, "InitDone").await;
+    assert!(seen.contains(&"WatchError(410)".to_string()), "{seen:?}");
+    let events: Vec<_> = seen.iter().filter(|e| !e.starts_with("Watch")).collect();
+    assert_eq!(
+        events,
+        [
+            "Init",
+            "InitApply(before)",
+            "InitApply(first)",
+            "InitApply(between)",
+            "InitDone"
+        ],
+        "a relist with each pod once: {seen:?}"
+    );
+    pods.create(&pp, &pod("after")).await.expect("create after");
+    assert_eq!(
+        events_until(&peer, &mut stream, "Apply(after)").await,
+        ["Apply(after)"]
+    );
+
+    // The peer saw the resume from the old version answered, then a second list.
+    let requests = peer.requests();
+    let resumed = requests
+        .iter()
+        .position(|r| {
+            r.is_watch() && r.query.get("resourceVersion") == first.resource_version().as_ref()
+        })
+        .unwrap_or_else(|| panic!("no watch from {:?}: {requests:?}", first.resource_version()));
+    assert_eq!(requests[resumed].status, Some(200));
+    assert!(
+        requests[resumed..]
+            .iter()
+            .any(|r| !r.is_watch() && r.method == "GET"),
+        "no relist after the expired watch: {requests:?}"
+    );
+
+    // A watch from a forgotten version gets the API server's Expired status.
+    let mut events = pin!(
+        pods.watch(&WatchParams::default(), "1")
+            .await
+            .expect("watch from version 1")
+    );
+    let event = tokio::time::timeout(PATIENCE, events.next())
+        .await
+        .expect("an event within the timeout")
+        .expect("the stream ends")
+        .expect("a watch event");
+    let WatchEvent::Error(status) = event else {
+        panic!("expected an ERROR event, got {event:?}")
+    };
+    assert_eq!((status.code, status.reason.as_str()), (410, "Expired"));
+    assert!(
+        status.message.starts_with("too old resource version: 1 ("),
+        "{status:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_injected_429_on_a_patch_is_answered_once_then_the_retry_succeeds() {
+    let peer = KubePeer::start();
+    let client = peer.client_without_retries().await;
+    let pods = Api::<Pod>::namespaced(client, "default");
+    pods.create(&PostParams::default(), &pod("p1"))
+        .await
+        .expect("create p1");
+    peer.clear_requests();
+
+    peer.inject("PATCH", "/pods/p1", 429, 1);
+    pods.get("p1")
+        .await
+        .expect("a GET does not match the fault");
+    let label = |value: &str| Patch::Merge(json!({"metadata": {"labels": {"tried": value}}}));
+    let err = pods
+        .patch("p1", &PatchParams::default(), &label("once"))
+        .await
+        .expect_err("the injected 429");
+    assert!(
+        matches!(&err, kube::Error::Api(s) if s.code == 429 && s.reason == "TooManyRequests"),
+        "{err:?}"
+    );
+    let patched = pods
+        .patch("p1", &PatchParams::default(), &label("twice"))
+        .await
+        .expect("the retry succeeds");
+    assert_eq!(
+        patched.labels().get("tried").map(String::as_str),
+        Some("twice")
+    );
+    assert_eq!(peer.faults_served(), 1);
+    let seen: Vec<(String, Option<u16>, bool)> = peer
+        .requests()
+        .into_iter()
+        .map(|r| (r.method, r.status, r.injected))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("GET".to_string(), Some(200), false),
+            ("PATCH".to_string(), Some(429), true),
+            ("PATCH".to_string(), Some(200), false),
+        ]
+    );
+
+    // The 429 says when to come back, and a default kube client does so by itself.
+    peer.inject("PATCH", "/pods/p1", 429, 1);
+    peer.clear_requests();
+    let retrying = Api::<Pod>::namespaced(peer.client().await, "default");
+    let patched = retrying
+        .patch("p1", &PatchParams::default(), &label("retried"))
+        .await
+        .expect("kube's retry succeeds");
+    assert_eq!(
+        patched.labels().get("tried").map(String::as_str),
+        Some("retried")
+    );
+    let statuses: Vec<_> = peer.requests().into_iter().map(|r| r.status).collect();
+    assert_eq!(statuses, [Some(429), Some(200)]);
+    peer.inject("*", "/pods/p1", 429, 1);
+    let (status, head, body) = peer.http("GET", "/api/v1/namespaces/default/pods/p1", None);
+    assert_eq!(status, 429, "{head}\n{body}");
+    assert!(
+        head.lines()
+            .any(|l| l.eq_ignore_ascii_case("retry-after: 1")),
+        "{head}"
+    );
+    assert_eq!(peer.faults_served(), 3);
+}
+
+#[tokio::test]
+async fn a_lease_replaced_with_a_stale_version_conflicts() {
+    let peer = KubePeer::start();
+    let client = peer.client().await;
+    let leases = Api::<Lease>::namespaced(client, "kube-system");
+    let lease: Lease = serde_json::from_value(json!({
+        "metadata": {"name": "karpenter-leader-election"},
+        "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15},
+    }))
+    .expect("a lease");
+    let created = leases
+        .create(&PostParams::default(), &lease)
+        .await
+        .expect("create the lease");
+    let created_rv = created.resource_version().expect("a resourceVersion");
+    let fetched = leases
+        .get("karpenter-leader-election")
+        .await
+        .expect("get the lease");
+    assert_eq!(fetched.resource_version(), Some(created_rv.clone()));
+    let mut events = pin!(
+        leases
+            .watch(&WatchParams::default(), &created_rv)
+            .await
+            .expect("watch leases")
+    );
+
+    let mut renewed = fetched.clone();
+    renewed.spec.get_or_insert_default().holder_identity = Some("b".into());
+    let replaced = leases
+        .replace(
+            "karpenter-leader-election",
+            &PostParams::default(),
+            &renewed,
+        )
+        .await
+        .expect("replace with the current version");
+    assert_ne!(replaced.resource_version(), Some(created_rv));
+    assert_eq!(replaced.namespace().as_deref(), Some("kube-system"));
+
+    // `renewed` still carries the version it was read at.
+    let err = leases
+        .replace(
+            "karpenter-leader-election",
+            &PostParams::default(),
+            &renewed,
+        )
+        .await
+        .expect_err("a stale resourceVersion must conflict");
+    assert!(
+        matches!(&err, kube::Error::Api(s) if s.code == 409 && s.reason == "Conflict"),
+        "{err:?}"
+    );
+
+    let event = tokio::time::timeout(PATIENCE, events.next())
+        .await
+        .expect("an event within the timeout")
+        .expect("the stream ends")
+        .expect("a watch event");
+    let WatchEvent::Modified(seen) = event else {
+        panic!("expected Modified, got {event:?}")
+    };
+    let holder = seen.spec.and_then(|s| s.holder_identity);
+    assert_eq!(holder.as_deref(), Some("b"));
+}
+
+#[tokio::test]
+async fn recorded_events_core_events_and_configmaps_round_trip() {
+    let peer = KubePeer::start();
+    let client = peer.client().await;
+
+    // kube-runtime's Recorder creates an events.k8s.io/v1 Event, then patches its series.
+    let recorder = Recorder::new(
+        client.clone(),
+        Reporter {
+            controller: "karpenter".into(),
+            instance: None,
+        },
+    );
+    let node = ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Node".into()),
+        name: Some("ip-10-0-0-1".into()),
+        ..ObjectReference::default()
+    };
+    let published = Published {
+        type_: EventType::Normal,
+        reason: "DisruptionBlocked".into(),
+        note: Some("the node is not empty".into()),
+        action: "Disrupt".into(),
+        secondary: None,
+    };
+    for _ in 0..2 {
+        recorder
+            .publish(&published, &node)
+            .await
+            .expect("publish the event");
+    }
+    let events = Api::<Event>::namespaced(client.clone(), "default")
+        .list(&ListParams::default())
+        .await
+        .expect("list events.k8s.io events");
+    assert_eq!(events.items.len(), 1, "{:?}", events.items);
+    let event = &events.items[0];
+    assert_eq!(event.reason.as_deref(), Some("DisruptionBlocked"));
+    assert_eq!(event.series.as_ref().map(|s| s.count), Some(2));
+
+    let core: CoreEvent = serde_json::from_value(json!({
+        "metadata": {"generateName": "ip-10-0-0-1."},
+        "involvedObject": {"kind": "Node", "name": "ip-10-0-0-1"},
+        "reason": "Unconsolidatable", "type": "Normal",
+    }))
+    .expect("a core event");
+    let created = Api::<CoreEvent>::namespaced(client.clone(), "default")
+        .create(&PostParams::default(), &core)
+        .await
+        .expect("create a core v1 Event");
+    assert!(
+        created.name_any().starts_with("ip-10-0-0-1."),
+        "{created:?}"
+    );
+
+    let configmaps = Api::<ConfigMap>::namespaced(client, "default");
+    let cm: ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": "karpenter-global-settings"},
+        "data": {"batchMaxDuration": "10s"},
+    }))
+    .expect("a configmap");
+    configmaps
+        .create(&PostParams::default(), &cm)
+        .await
+        .expect("create the configmap");
+    configmaps
+        .patch(
+            "karpenter-global-settings",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"batchIdleDuration": "1s"}})),
+        )
+        .await
+        .expect("patch the configmap");
+    let data = configmaps
+        .get("karpenter-global-settings")
+        .await
+        .expect("get the configmap")
+        .data
+        .unwrap_or_default();
+    assert_eq!(
+        data.get("batchMaxDuration").map(String::as_str),
+        Some("10s")
+    );
+    assert_eq!(
+        data.get("batchIdleDuration").map(String::as_str),
+        Some("1s")
     );
 }

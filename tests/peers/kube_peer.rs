@@ -3,9 +3,13 @@
 //! `$HOME/.cache/karpenter-tui/peers/kmock-venv`. Each `KubePeer` is a fresh, empty
 //! cluster in its own process, killed on drop. Without Python, PyPI or kubectl the tests
 //! fail with the reason; they never pass silently.
+//!
+//! The test controls (kmock_server.py, items 17-20) are plain HTTP on the same port:
+//! injected faults, dropped watches, journal compaction (410 Gone) and the request log.
 
+use std::collections::BTreeMap;
 use std::fs::{self, File};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -14,10 +18,34 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use kube::config::{KubeConfigOptions, Kubeconfig};
+use serde::Deserialize;
+use serde_json::{Value, json};
 
 /// The kmock release the adapter was written against (its gaps are listed in
 /// kmock_server.py).
 const KMOCK: &str = "kmock==0.8";
+
+/// One API request the peer answered (`GET /_peer/requests`), oldest first.
+#[derive(Debug, Clone, Deserialize)]
+#[allow(dead_code)]
+pub struct PeerRequest {
+    pub method: String,
+    pub path: String,
+    pub query: BTreeMap<String, String>,
+    /// None while a request is in flight (a watch has 200 once its headers are out).
+    pub status: Option<u16>,
+    /// Answered by an injected fault, not by the emulator.
+    pub injected: bool,
+}
+
+#[allow(dead_code)]
+impl PeerRequest {
+    pub fn is_watch(&self) -> bool {
+        self.query
+            .get("watch")
+            .is_some_and(|w| w == "true" || w == "1")
+    }
+}
 
 /// A running peer: the server process, its port and a kubeconfig pointing at it.
 pub struct KubePeer {
@@ -90,13 +118,25 @@ impl KubePeer {
     }
 
     /// A kube client built the way the console builds one: from the kubeconfig file.
+    /// Like every kube 5 client from a kubeconfig, it retries 429, 503 and 504 answers
+    /// itself (up to 15 times, honouring Retry-After, else backing off from 5 ms).
     pub async fn client(&self) -> kube::Client {
-        let kubeconfig = Kubeconfig::read_from(self.kubeconfig_path()).expect("read kubeconfig");
-        let config =
-            kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-                .await
-                .expect("config from the peer's kubeconfig");
+        kube::Client::try_from(self.config().await).expect("kube client")
+    }
+
+    /// A client that returns 429, 503 and 504 to the caller at once (`default_retry` off).
+    #[allow(dead_code)]
+    pub async fn client_without_retries(&self) -> kube::Client {
+        let mut config = self.config().await;
+        config.default_retry = false;
         kube::Client::try_from(config).expect("kube client")
+    }
+
+    async fn config(&self) -> kube::Config {
+        let kubeconfig = Kubeconfig::read_from(self.kubeconfig_path()).expect("read kubeconfig");
+        kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+            .await
+            .expect("config from the peer's kubeconfig")
     }
 
     /// Runs kubectl (`$KUBECTL`, default `kubectl`) against the peer, with `stdin` piped
@@ -128,6 +168,95 @@ impl KubePeer {
             self.log()
         );
         stdout
+    }
+
+    /// The next `count` API requests with `method` ("GET", ..., or "*") whose path (or
+    /// "path?query") contains `path_contains` are answered with `status` (a Kubernetes
+    /// Status; 429 and 503 with `Retry-After: 1`) instead of reaching the emulator.
+    #[allow(dead_code)]
+    pub fn inject(&self, method: &str, path_contains: &str, status: u16, count: u32) {
+        let fault = json!({"method": method, "path_contains": path_contains,
+                           "status": status, "count": count});
+        self.control("POST", "faults", Some(&fault));
+    }
+
+    /// How many requests injected faults have answered since the peer started.
+    #[allow(dead_code)]
+    pub fn faults_served(&self) -> u64 {
+        self.control("GET", "faults", None)["served"]
+            .as_u64()
+            .expect("served in the fault summary")
+    }
+
+    /// Forgets the watch journal up to now; a watch from an older resourceVersion then
+    /// gets a 410 Expired ERROR event. Returns the version compacted at.
+    #[allow(dead_code)]
+    pub fn compact(&self) -> u64 {
+        self.control("POST", "compact", None)["compacted"]
+            .as_u64()
+            .expect("the compacted version")
+    }
+
+    /// Aborts the connection of every open watch; returns how many there were.
+    #[allow(dead_code)]
+    pub fn drop_watches(&self) -> u64 {
+        self.control("POST", "drop-watches", None)["dropped"]
+            .as_u64()
+            .expect("the dropped count")
+    }
+
+    /// The API requests answered so far (the last 5000), oldest first.
+    #[allow(dead_code)]
+    pub fn requests(&self) -> Vec<PeerRequest> {
+        serde_json::from_value(self.control("GET", "requests", None)).expect("the request log")
+    }
+
+    /// Empties the request log.
+    #[allow(dead_code)]
+    pub fn clear_requests(&self) {
+        self.control("DELETE", "requests", None);
+    }
+
+    /// A test control (`/_peer/NAME`), which must answer 200 with JSON.
+    fn control(&self, method: &str, name: &str, body: Option<&Value>) -> Value {
+        let path = format!("/_peer/{name}");
+        let (status, head, body) = self.http(method, &path, body);
+        assert_eq!(
+            status,
+            200,
+            "{method} {path}: {head}\n{body}\nserver log:\n{}",
+            self.log()
+        );
+        serde_json::from_str(&body).unwrap_or_else(|e| panic!("{method} {path}: {e}: {body}"))
+    }
+
+    /// One HTTP/1.1 request to the peer; returns the status, the head and the body.
+    #[allow(dead_code)]
+    pub fn http(&self, method: &str, path: &str, body: Option<&Value>) -> (u16, String, String) {
+        let body = body.map(Value::to_string).unwrap_or_default();
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).expect("connect to the peer");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .expect("read timeout");
+        write!(
+            stream,
+            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\
+             Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .expect("send the request");
+        // Connection: close, so the response ends at EOF.
+        let mut response = String::new();
+        stream
+            .read_to_string(&mut response)
+            .unwrap_or_else(|e| panic!("{method} {path}: {e}\nserver log:\n{}", self.log()));
+        let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+        let status = head
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("{method} {path}: no status in {head:?}"));
+        (status, head.to_string(), body.to_string())
     }
 }
 
