@@ -132,6 +132,7 @@ import asyncio
 import bisect
 import collections
 import copy
+import itertools
 import datetime
 import re
 import sys
@@ -404,6 +405,7 @@ class Apiserver(kmock.KubernetesEmulator):
         self['get /openapi/v2'] << b''  # 13
         self.faults: list[Fault] = []  # 18
         self.faults_served = 0  # 18: by every fault ever queued
+        self.fault_ids = itertools.count(1)  # 18: never reused, even after DELETE
         self.open_watches: set[asyncio.Transport] = set()  # 19: their connections
         self.request_log = collections.deque(maxlen=REQUEST_LOG_SIZE)  # 20
 
@@ -450,7 +452,7 @@ class Apiserver(kmock.KubernetesEmulator):
         try:
             match raw.method, raw.path.removeprefix(CONTROL):
                 case 'POST', 'faults':
-                    fault = Fault.parse(self._fault_ids(), await raw.json())
+                    fault = Fault.parse(next(self.fault_ids), await raw.json())
                     self.faults.append(fault)
                     return aiohttp.web.json_response(fault.to_json())
                 case 'GET', 'faults':
@@ -472,9 +474,6 @@ class Apiserver(kmock.KubernetesEmulator):
             return aiohttp.web.json_response({'error': str(e)}, status=400)
         return aiohttp.web.json_response(
             {'error': f'no control {raw.method} {raw.path}'}, status=404)
-
-    def _fault_ids(self) -> int:
-        return 1 + max((f.id for f in self.faults), default=0)
 
     def _fault_summary(self) -> dict:
         return {'remaining': sum(f.remaining for f in self.faults),
