@@ -141,7 +141,7 @@ fn a_nodeclaim_is_launched_only_with_the_condition_true_and_a_provider_id() {
 }
 
 #[test]
-fn a_registered_but_unnamed_node_and_a_deleting_claim_read_as_such() {
+fn an_unregistered_claim_has_no_hostname_and_a_deleting_one_reads_as_deleting() {
     let mut v = yaml(LAUNCHED_CLAIM);
     v["status"].as_object_mut().unwrap().remove("nodeName");
     v["metadata"]["deletionTimestamp"] = json!("2024-05-02T00:00:00Z");
