@@ -5,6 +5,7 @@
 //! The objects here are the Karpenter-relevant slice of their Kubernetes counterparts, so
 //! that a backend converts at its edge and the control loop never parses API objects.
 
+pub mod kube;
 pub mod scenario;
 pub mod sim;
 
