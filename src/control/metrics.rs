@@ -3,9 +3,18 @@
 //! `karpenter_voluntary_disruption_decisions_total{decision,reason,consolidation_type}`,
 //! `karpenter_voluntary_disruption_eligible_nodes{reason}`,
 //! `karpenter_nodepools_allowed_disruptions{nodepool,reason}`,
-//! `karpenter_nodeclaims_disrupted_total{reason,nodepool,capacity_type}`, plus
-//! `karpenter_tui_pending_decisions` for the approval gate, which upstream has no notion of.
-//! Reasons are lower-case, as upstream writes them.
+//! `karpenter_nodeclaims_disrupted_total{reason,nodepool,capacity_type}`,
+//! `karpenter_nodeclaims_created_total{reason,nodepool}`,
+//! `karpenter_nodeclaims_terminated_total{nodepool}`, `karpenter_cluster_state_node_count`,
+//! `karpenter_cluster_state_synced`, `karpenter_build_info{version}` and controller-runtime's
+//! `leader_election_master_status{name}`, plus `karpenter_tui_pending_decisions` for the
+//! approval gate, which upstream has no notion of. Reasons are lower-case, as upstream
+//! writes them.
+//!
+//! [`Metrics`] is a handle: clones share the same values, so the controller task updates
+//! them while the `/metrics` endpoint encodes them from another task.
+
+use std::sync::Arc;
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::encoding::text::encode;
@@ -42,16 +51,47 @@ struct DisruptedLabels {
     capacity_type: String,
 }
 
-/// The controller's metrics registry.
-#[derive(Debug)]
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CreatedLabels {
+    reason: String,
+    nodepool: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PoolLabels {
+    nodepool: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct NameLabels {
+    name: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct VersionLabels {
+    version: String,
+}
+
+/// The controller's metrics registry. Cloning is cheap and shares the values.
+#[derive(Clone, Debug)]
 pub struct Metrics {
-    registry: Registry,
+    registry: Arc<Registry>,
     decisions: Family<DecisionLabels, Counter>,
     eligible: Family<ReasonLabels, Gauge>,
     allowed: Family<PoolReasonLabels, Gauge>,
     disrupted: Family<DisruptedLabels, Counter>,
+    created: Family<CreatedLabels, Counter>,
+    terminated: Family<PoolLabels, Counter>,
+    node_count: Gauge,
+    synced: Gauge,
+    leader: Family<NameLabels, Gauge>,
     pending: Gauge,
 }
+
+/// The `reason` label of `karpenter_nodeclaims_created_total` for NodeClaims the
+/// provisioner creates for pending pods (upstream `metrics.ProvisionedReason`); a
+/// disruption's replacements carry the disruption reason instead.
+pub const PROVISIONED: &str = "provisioned";
 
 impl Default for Metrics {
     fn default() -> Self {
@@ -64,46 +104,133 @@ fn lower(r: Reason) -> String {
 }
 
 impl Metrics {
+    /// The content type of [`Metrics::encode`]'s output.
+    pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
     pub fn new() -> Metrics {
         let mut registry = Registry::default();
         let decisions = Family::<DecisionLabels, Counter>::default();
         let eligible = Family::<ReasonLabels, Gauge>::default();
         let allowed = Family::<PoolReasonLabels, Gauge>::default();
         let disrupted = Family::<DisruptedLabels, Counter>::default();
+        let created = Family::<CreatedLabels, Counter>::default();
+        let terminated = Family::<PoolLabels, Counter>::default();
+        let node_count = Gauge::default();
+        let synced = Gauge::default();
+        let leader = Family::<NameLabels, Gauge>::default();
+        let build = Family::<VersionLabels, Gauge>::default();
         let pending = Gauge::default();
         registry.register(
             "karpenter_voluntary_disruption_decisions",
-            "Number of disruption decisions performed.",
+            "Number of disruption decisions performed",
             decisions.clone(),
         );
         registry.register(
             "karpenter_voluntary_disruption_eligible_nodes",
-            "Number of nodes eligible for disruption by reason.",
+            "Number of nodes eligible for disruption by reason",
             eligible.clone(),
         );
         registry.register(
             "karpenter_nodepools_allowed_disruptions",
-            "The number of nodes for a given NodePool that can be concurrently disrupting at a point in time.",
+            "The number of nodes for a given NodePool that can be concurrently disrupting at a point in time",
             allowed.clone(),
         );
         registry.register(
             "karpenter_nodeclaims_disrupted",
-            "Number of nodeclaims disrupted in total by Karpenter.",
+            "Number of nodeclaims disrupted in total by Karpenter",
             disrupted.clone(),
         );
         registry.register(
+            "karpenter_nodeclaims_created",
+            "Number of nodeclaims created in total by Karpenter. Labeled by reason the nodeclaim was created and the owning nodepool",
+            created.clone(),
+        );
+        registry.register(
+            "karpenter_nodeclaims_terminated",
+            "Number of nodeclaims terminated in total by Karpenter. Labeled by the owning nodepool",
+            terminated.clone(),
+        );
+        registry.register(
+            "karpenter_cluster_state_node_count",
+            "Current count of nodes in cluster state",
+            node_count.clone(),
+        );
+        registry.register(
+            "karpenter_cluster_state_synced",
+            "Returns 1 if cluster state is synced and 0 otherwise. Synced checks that nodeclaims and nodes that are stored in the APIServer have the same representation as Karpenter's cluster state",
+            synced.clone(),
+        );
+        registry.register(
+            "karpenter_build_info",
+            "A metric with a constant '1' value labeled by version from which karpenter was built",
+            build.clone(),
+        );
+        build
+            .get_or_create(&VersionLabels {
+                version: env!("CARGO_PKG_VERSION").into(),
+            })
+            .set(1);
+        registry.register(
+            "leader_election_master_status",
+            "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease. Please make sure to group by name",
+            leader.clone(),
+        );
+        registry.register(
             "karpenter_tui_pending_decisions",
-            "Disruption decisions waiting in the approval gate.",
+            "Disruption decisions waiting in the approval gate",
             pending.clone(),
         );
         Metrics {
-            registry,
+            registry: Arc::new(registry),
             decisions,
             eligible,
             allowed,
             disrupted,
+            created,
+            terminated,
+            node_count,
+            synced,
+            leader,
             pending,
         }
+    }
+
+    /// A NodeClaim was created: `reason` is [`PROVISIONED`] or the lower-case disruption
+    /// reason whose replacement it is.
+    pub fn nodeclaim_created(&self, reason: &str, nodepool: &str) {
+        self.created
+            .get_or_create(&CreatedLabels {
+                reason: reason.into(),
+                nodepool: nodepool.into(),
+            })
+            .inc();
+    }
+
+    /// A NodeClaim's termination finished (instance gone, finalizer removed).
+    pub fn nodeclaim_terminated(&self, nodepool: &str) {
+        self.terminated
+            .get_or_create(&PoolLabels {
+                nodepool: nodepool.into(),
+            })
+            .inc();
+    }
+
+    /// Nodes in the controller's cluster state.
+    pub fn set_node_count(&self, n: usize) {
+        self.node_count.set(i64::try_from(n).unwrap_or(i64::MAX));
+    }
+
+    /// Whether the controller's view has caught up with the API server (the initial list of
+    /// every watched kind is in).
+    pub fn set_synced(&self, synced: bool) {
+        self.synced.set(i64::from(synced));
+    }
+
+    /// Whether this replica holds the leader-election Lease `lease` (1) or stands by (0).
+    pub fn set_leader(&self, lease: &str, leading: bool) {
+        self.leader
+            .get_or_create(&NameLabels { name: lease.into() })
+            .set(i64::from(leading));
     }
 
     /// Gauges from a pass: eligible nodes per reason, allowed disruptions per pool.
@@ -157,7 +284,8 @@ impl Metrics {
         self.pending.set(n as i64);
     }
 
-    /// The exposition text (`text/plain; version=0.0.4` / OpenMetrics text).
+    /// The exposition text in the OpenMetrics 1.0 text format (ends with `# EOF`); serve it
+    /// as [`Metrics::CONTENT_TYPE`].
     pub fn encode(&self) -> String {
         let mut out = String::new();
         // Writing into a String cannot fail.

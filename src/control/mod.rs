@@ -6,6 +6,7 @@ pub mod approvals;
 pub mod clock;
 pub mod controller;
 pub mod disruption;
+pub mod endpoints;
 pub mod events;
 pub mod journal;
 pub mod metrics;

@@ -78,11 +78,13 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         crate::api::generate_name::generate_name(&mut self.rng, pool, |n| claims.contains_key(n))
     }
 
-    /// Creates a NodeClaim in the cluster and launches it right away.
+    /// Creates a NodeClaim in the cluster and launches it right away. `reason` is the
+    /// `karpenter_nodeclaims_created_total` label: `provisioned` or the disruption reason.
     pub(super) async fn create_and_launch(
         &mut self,
         claim: NodeClaimObject,
         cause: &str,
+        reason: &str,
         now: DateTime<Utc>,
     ) {
         let name = claim.name.clone();
@@ -95,6 +97,9 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             return;
         }
         // Our own write is known before the watch reports it back.
+        self.disruption
+            .metrics
+            .nodeclaim_created(reason, &claim.nodepool);
         self.nodeclaims.insert(name.clone(), claim);
         self.stats.nodeclaims_created += 1;
         self.launch(&name, cause, now).await;
@@ -106,6 +111,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         name: &str,
         r: &Replacement,
         cause: &str,
+        reason: &str,
         now: DateTime<Utc>,
     ) {
         let Some(pool) = self.state.nodepools.get(&r.nodepool).cloned() else {
@@ -129,7 +135,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             r.requests.clone(),
             now,
         );
-        self.create_and_launch(claim, cause, now).await;
+        self.create_and_launch(claim, cause, reason, now).await;
     }
 
     /// Asks the cloud for an instance for a NodeClaim. Out-of-capacity offerings are
@@ -433,6 +439,9 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                     if let Some(c) = self.nodeclaims.get_mut(&name) {
                         c.finalizer = false;
                     }
+                    self.disruption
+                        .metrics
+                        .nodeclaim_terminated(&claim.nodepool);
                 }
                 Err(e) => self.error(format!("removing the finalizer of {name}: {e}")),
             }

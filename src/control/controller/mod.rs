@@ -281,6 +281,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             self.garbage_collect(now).await;
         }
         self.ingest(now);
+        self.disruption.metrics.set_node_count(self.nodes.len());
         self.publish(now);
     }
 
@@ -356,11 +357,25 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                     }
                 }
                 Effect::CreateNodeClaim { name, replacement } => {
-                    let cause = name
+                    let id = name
                         .rsplit_once("-replacement-")
-                        .and_then(|(_, rest)| rest.split('-').next())
-                        .map_or("disruption".to_string(), |id| format!("disruption #{id}"));
-                    self.create_replacement(&name, &replacement, &cause, now)
+                        .and_then(|(_, rest)| rest.split('-').next());
+                    let cause =
+                        id.map_or("disruption".to_string(), |id| format!("disruption #{id}"));
+                    // The metric's reason is the command's, as upstream labels replacements.
+                    let reason = id
+                        .and_then(|id| id.parse::<u64>().ok())
+                        .and_then(|id| {
+                            self.disruption
+                                .orchestrator
+                                .running()
+                                .iter()
+                                .find(|e| e.id == id)
+                        })
+                        .map_or("disruption".to_string(), |e| {
+                            e.command.reason.as_str().to_ascii_lowercase()
+                        });
+                    self.create_replacement(&name, &replacement, &cause, &reason, now)
                         .await;
                 }
                 Effect::Delete { node } => {

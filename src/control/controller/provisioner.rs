@@ -9,6 +9,7 @@ use super::lifecycle::nodeclaim_for;
 use crate::cloud::CloudProvider;
 use crate::cluster::Cluster;
 use crate::control::events::EventKind;
+use crate::control::metrics::PROVISIONED;
 use crate::engine::disruption::SimInput;
 use crate::engine::scheduling::solve;
 
@@ -64,7 +65,8 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                 claim.requests.clone(),
                 now,
             );
-            self.create_and_launch(object, "provisioning", now).await;
+            self.create_and_launch(object, "provisioning", PROVISIONED, now)
+                .await;
             if self
                 .nodeclaims
                 .get(&name)
