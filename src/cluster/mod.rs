@@ -101,6 +101,9 @@ pub enum Object {
     Pod(Box<Pod>),
     Pdb(Box<Pdb>),
     DaemonSet(Box<DaemonSetObject>),
+    /// The annotations of the cluster-wide console object (the ConfigMap `karpenter-tui`
+    /// in the controller's namespace): where a pause of every pool lives.
+    Settings(BTreeMap<String, String>),
 }
 
 /// Which object a deletion names.
@@ -112,6 +115,7 @@ pub enum ObjectRef {
     Pod(PodKey),
     Pdb(String, String),
     DaemonSet(String, String),
+    Settings,
 }
 
 /// One watch event.
@@ -120,6 +124,9 @@ pub enum Change {
     /// Created or updated: the whole new object.
     Applied(Object),
     Deleted(ObjectRef),
+    /// An object the backend could not read, or a watch that failed. Reported, never
+    /// fatal: the last good version of the object stays in the controller's state.
+    Problem(String),
 }
 
 /// A change the controller asks of the cluster.
@@ -158,6 +165,13 @@ pub enum Write {
     DeletePod {
         pod: PodKey,
     },
+    /// Sets (`Some`) or removes (`None`) annotations on a NodeClaim, a NodePool or the
+    /// settings object: how decisions, approvals and pauses are recorded in the API
+    /// server, where every console sees them and a restart finds them.
+    Annotate {
+        target: ObjectRef,
+        annotations: BTreeMap<String, Option<String>>,
+    },
 }
 
 /// Why a write failed.
@@ -172,6 +186,20 @@ pub enum ClusterError {
     Api(String),
 }
 
+/// Something the controller wants an operator to see on an object (`kubectl describe`,
+/// `kubectl get events`): a Kubernetes Event in a real cluster, nothing in the simulation
+/// (whose journal already holds it).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Notice {
+    pub regarding: ObjectRef,
+    /// Upstream Karpenter's event reason (`DisruptionBlocked`, `Nominated`, ...).
+    pub reason: &'static str,
+    /// What happened, for a person.
+    pub note: String,
+    /// `Warning` rather than `Normal`.
+    pub warning: bool,
+}
+
 /// A cluster the controller can watch and write to.
 pub trait Cluster {
     /// Every change since the last call, oldest first. The first call after the
@@ -180,4 +208,7 @@ pub trait Cluster {
 
     /// Makes one change.
     fn write(&mut self, write: Write) -> impl Future<Output = Result<(), ClusterError>> + Send;
+
+    /// Publishes a notice; best effort, never blocks the loop. The default drops it.
+    fn notify(&mut self, _notice: Notice) {}
 }

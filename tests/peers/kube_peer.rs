@@ -120,6 +120,7 @@ impl KubePeer {
     /// A kube client built the way the console builds one: from the kubeconfig file.
     /// Like every kube 5 client from a kubeconfig, it retries 429, 503 and 504 answers
     /// itself (up to 15 times, honouring Retry-After, else backing off from 5 ms).
+    #[allow(dead_code)]
     pub async fn client(&self) -> kube::Client {
         kube::Client::try_from(self.config().await).expect("kube client")
     }

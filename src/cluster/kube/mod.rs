@@ -1,4 +1,376 @@
-//! The Kubernetes backend: what the controller needs from a real API server.
+//! The Kubernetes backend: the [`Cluster`] trait over a real API server through kube-rs.
+//!
+//! Watches (one task per kind, [`watch`]) turn API objects into [`Change`]s on a queue
+//! that [`Cluster::changes`] drains; writes ([`writes`]) are API calls with conflict
+//! re-reads and throttling backoff ([`retry`]); notices become `events.k8s.io/v1` Events
+//! ([`events`]). Leader election for the in-cluster controller is in [`lease`], and the
+//! approval protocol's annotations in [`protocol`].
 
 pub mod convert;
+pub mod events;
 pub mod lease;
+pub mod protocol;
+pub mod retry;
+pub mod watch;
+pub mod writes;
+
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::api::{Api, ApiResource, DynamicObject};
+use tokio::sync::{Notify, mpsc};
+
+use crate::api::nodeclaim::NodeClaim;
+use crate::api::nodepool::NodePool;
+use crate::cluster::{Change, Cluster, ClusterError, Notice, Object, ObjectRef, Write};
+use crate::engine::catalog::CapacityType;
+use crate::engine::pod::PodKey;
+use watch::{Feed, typed};
+use writes::Writer;
+
+/// The cluster-wide console object: a ConfigMap of this name in the controller's
+/// namespace, whose annotations hold the pause of every pool.
+pub const SETTINGS: &str = "karpenter-tui";
+
+/// Looks up an offering's price: a NodeClaim in the API server does not carry one.
+pub type PriceBook = Arc<dyn Fn(&str, &str, CapacityType) -> Option<f64> + Send + Sync>;
+
+/// A connection: the client, and who it acts as (for the journal and Events).
+pub struct Connection {
+    pub client: kube::Client,
+    /// The kubeconfig user (or the in-cluster service account).
+    pub user: String,
+    /// The context's name, or "in-cluster".
+    pub context: String,
+    /// The context's namespace (or the pod's), where the settings object and the Lease
+    /// live.
+    pub namespace: String,
+}
+
+/// Connects with a kubeconfig file and context, or, with neither given, the way kubectl
+/// does: `$KUBECONFIG` or `~/.kube/config`, else the in-cluster service account.
+pub async fn connect(
+    kubeconfig: Option<&Path>,
+    context: Option<&str>,
+) -> Result<Connection, String> {
+    let options = kube::config::KubeConfigOptions {
+        context: context.map(str::to_string),
+        ..Default::default()
+    };
+    let file = match kubeconfig {
+        Some(path) => Some(
+            kube::config::Kubeconfig::read_from(path)
+                .map_err(|e| format!("{}: {e}", path.display()))?,
+        ),
+        None => kube::config::Kubeconfig::read().ok(),
+    };
+    let (config, user, context_name) = match file {
+        Some(file) => {
+            let name = context
+                .map(str::to_string)
+                .or_else(|| file.current_context.clone())
+                .unwrap_or_default();
+            let user = file
+                .contexts
+                .iter()
+                .find(|c| c.name == name)
+                .and_then(|c| c.context.as_ref())
+                .and_then(|c| c.user.clone())
+                .unwrap_or_else(|| "unknown".into());
+            let config = kube::Config::from_custom_kubeconfig(file, &options)
+                .await
+                .map_err(|e| format!("kubeconfig context {name:?}: {e}"))?;
+            (config, user, name)
+        }
+        None => {
+            let config = kube::Config::incluster().map_err(|e| {
+                format!("no kubeconfig ($KUBECONFIG, ~/.kube/config) and not in a cluster: {e}")
+            })?;
+            let sa =
+                std::fs::read_to_string("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+                    .map(|ns| format!("system:serviceaccount:{}", ns.trim()))
+                    .unwrap_or_else(|_| "in-cluster".into());
+            (config, sa, "in-cluster".into())
+        }
+    };
+    let mut config = config;
+    // Retries are ours (retry.rs): kube's own retry layer would re-send a 429 up to 15
+    // times, hiding a PodDisruptionBudget's refusal of an eviction for minutes.
+    config.default_retry = false;
+    let namespace =
+        std::env::var("POD_NAMESPACE").unwrap_or_else(|_| config.default_namespace.clone());
+    let client = kube::Client::try_from(config).map_err(|e| format!("Kubernetes client: {e}"))?;
+    Ok(Connection {
+        client,
+        user,
+        context: context_name,
+        namespace,
+    })
+}
+
+/// A live cluster behind the [`Cluster`] trait.
+pub struct KubeCluster {
+    rx: mpsc::UnboundedReceiver<Change>,
+    feed: Feed,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    kinds: usize,
+    writer: Writer,
+    notices: mpsc::UnboundedSender<Notice>,
+    /// What writes need to know of what the watches saw: the pools (owner and
+    /// nodeClassRef of a new NodeClaim) and which Node a NodeClaim launched.
+    pools: BTreeMap<String, NodePool>,
+    claim_provider: HashMap<String, String>,
+    node_of_provider: HashMap<String, String>,
+}
+
+impl KubeCluster {
+    /// Starts the watches. `identity` names this process in the Events it writes.
+    pub fn start(conn: &Connection, prices: PriceBook, identity: &str) -> KubeCluster {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let feed = Feed {
+            tx,
+            wake: Arc::new(Notify::new()),
+            synced: Arc::new(AtomicUsize::new(0)),
+        };
+        let client = conn.client.clone();
+        let mut tasks = Vec::new();
+        let f = || feed.clone();
+        tasks.push(watch::spawn(
+            watch::api_of::<NodePool>(client.clone()),
+            "NodePool",
+            Box::new(|o| {
+                let np: NodePool = typed("NodePool", o)?;
+                convert::nodepool(np)
+                    .map(|p| Object::NodePool(Box::new(p)))
+                    .map_err(|e| e.to_string())
+            }),
+            |o| ObjectRef::NodePool(o.metadata.name.clone().unwrap_or_default()),
+            f(),
+        ));
+        let book = prices.clone();
+        tasks.push(watch::spawn(
+            watch::api_of::<NodeClaim>(client.clone()),
+            "NodeClaim",
+            Box::new(move |o| {
+                let nc: NodeClaim = typed("NodeClaim", o)?;
+                let price = |t: &str, z: &str, c: CapacityType| book(t, z, c);
+                convert::nodeclaim(&nc, &price)
+                    .map(|c| Object::NodeClaim(Box::new(c)))
+                    .map_err(|e| e.to_string())
+            }),
+            |o| ObjectRef::NodeClaim(o.metadata.name.clone().unwrap_or_default()),
+            f(),
+        ));
+        tasks.push(watch::spawn(
+            watch::api_of::<Node>(client.clone()),
+            "Node",
+            Box::new(|o| {
+                let n: Node = typed("Node", o)?;
+                convert::node(&n)
+                    .map(|n| Object::Node(Box::new(n)))
+                    .map_err(|e| e.to_string())
+            }),
+            |o| ObjectRef::Node(o.metadata.name.clone().unwrap_or_default()),
+            f(),
+        ));
+        tasks.push(watch::spawn(
+            watch::api_of::<Pod>(client.clone()),
+            "Pod",
+            Box::new(|o| {
+                let p: Pod = typed("Pod", o)?;
+                convert::pod(&p)
+                    .map(|p| Object::Pod(Box::new(p)))
+                    .map_err(|e| e.to_string())
+            }),
+            |o| {
+                ObjectRef::Pod(PodKey {
+                    namespace: o.metadata.namespace.clone().unwrap_or_default(),
+                    name: o.metadata.name.clone().unwrap_or_default(),
+                })
+            },
+            f(),
+        ));
+        tasks.push(watch::spawn(
+            watch::api_of::<PodDisruptionBudget>(client.clone()),
+            "PodDisruptionBudget",
+            Box::new(|o| {
+                let p: PodDisruptionBudget = typed("PodDisruptionBudget", o)?;
+                convert::pdb(&p)
+                    .map(|p| Object::Pdb(Box::new(p)))
+                    .map_err(|e| e.to_string())
+            }),
+            |o| {
+                ObjectRef::Pdb(
+                    o.metadata.namespace.clone().unwrap_or_default(),
+                    o.metadata.name.clone().unwrap_or_default(),
+                )
+            },
+            f(),
+        ));
+        tasks.push(watch::spawn(
+            watch::api_of::<DaemonSet>(client.clone()),
+            "DaemonSet",
+            Box::new(|o| {
+                let d: DaemonSet = typed("DaemonSet", o)?;
+                convert::daemonset(&d)
+                    .map(|d| Object::DaemonSet(Box::new(d)))
+                    .map_err(|e| e.to_string())
+            }),
+            |o| {
+                ObjectRef::DaemonSet(
+                    o.metadata.namespace.clone().unwrap_or_default(),
+                    o.metadata.name.clone().unwrap_or_default(),
+                )
+            },
+            f(),
+        ));
+        let settings: Api<DynamicObject> = Api::namespaced_with(
+            client.clone(),
+            &conn.namespace,
+            &ApiResource::erase::<ConfigMap>(&()),
+        );
+        tasks.push(watch::spawn_with(
+            settings,
+            kube::runtime::watcher::Config::default().fields(&format!("metadata.name={SETTINGS}")),
+            "ConfigMap",
+            Box::new(|o| {
+                Ok(Object::Settings(
+                    o.metadata
+                        .annotations
+                        .unwrap_or_default()
+                        .into_iter()
+                        .collect(),
+                ))
+            }),
+            |_| ObjectRef::Settings,
+            f(),
+        ));
+        let kinds = tasks.len();
+        let (notices, notice_rx) = mpsc::unbounded_channel();
+        tasks.push(events::spawn(
+            client.clone(),
+            identity.to_string(),
+            notice_rx,
+        ));
+        KubeCluster {
+            rx,
+            feed,
+            tasks,
+            kinds,
+            writer: Writer {
+                client,
+                namespace: conn.namespace.clone(),
+            },
+            notices,
+            pools: BTreeMap::new(),
+            claim_provider: HashMap::new(),
+            node_of_provider: HashMap::new(),
+        }
+    }
+
+    /// True once every watch has listed its kind: the controller may act (`/readyz`).
+    pub fn synced(&self) -> bool {
+        self.feed.synced.load(Ordering::SeqCst) >= self.kinds
+    }
+
+    /// Notified whenever a change arrives: the loop reconciles then, not on a timer.
+    pub fn wake(&self) -> Arc<Notify> {
+        self.feed.wake.clone()
+    }
+
+    /// Watch the pools, claims and nodes go by to answer writes.
+    fn observe(&mut self, change: &Change) {
+        match change {
+            Change::Applied(Object::NodePool(p)) => {
+                let name = p.metadata.name.clone().unwrap_or_default();
+                self.pools.insert(name, (**p).clone());
+            }
+            Change::Applied(Object::NodeClaim(c)) => {
+                if let Some(l) = &c.launched {
+                    self.claim_provider
+                        .insert(c.name.clone(), l.provider_id.clone());
+                }
+            }
+            Change::Applied(Object::Node(n)) if !n.provider_id.is_empty() => {
+                self.node_of_provider
+                    .insert(n.provider_id.clone(), n.name.clone());
+            }
+            Change::Deleted(ObjectRef::NodePool(name)) => {
+                self.pools.remove(name);
+            }
+            Change::Deleted(ObjectRef::NodeClaim(name)) => {
+                self.claim_provider.remove(name);
+            }
+            Change::Deleted(ObjectRef::Node(name)) => {
+                self.node_of_provider.retain(|_, n| n != name);
+            }
+            _ => {}
+        }
+    }
+}
+
+impl Drop for KubeCluster {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+impl Cluster for KubeCluster {
+    fn changes(&mut self) -> Vec<Change> {
+        let mut out = Vec::new();
+        while let Ok(c) = self.rx.try_recv() {
+            self.observe(&c);
+            out.push(c);
+        }
+        out
+    }
+
+    fn write(&mut self, write: Write) -> impl Future<Output = Result<(), ClusterError>> + Send {
+        let w = self.writer.clone();
+        let pool = match &write {
+            Write::CreateNodeClaim(c) => self.pools.get(&c.nodepool).cloned(),
+            _ => None,
+        };
+        let node = match &write {
+            Write::RemoveFinalizer { nodeclaim } => self
+                .claim_provider
+                .get(nodeclaim)
+                .and_then(|p| self.node_of_provider.get(p))
+                .cloned(),
+            _ => None,
+        };
+        async move {
+            match write {
+                Write::CreateNodeClaim(c) => w.create_nodeclaim(&c, pool.as_ref()).await,
+                Write::SetLaunched {
+                    nodeclaim,
+                    launched,
+                } => w.set_launched(&nodeclaim, &launched).await,
+                Write::DeleteNodeClaim { nodeclaim } => w.delete_nodeclaim(&nodeclaim).await,
+                Write::RemoveFinalizer { nodeclaim } => {
+                    w.remove_finalizer(&nodeclaim, node.as_deref()).await
+                }
+                Write::Taint { node, taint } => w.taint(&node, &taint, true).await,
+                Write::Untaint { node, taint } => w.taint(&node, &taint, false).await,
+                Write::Evict { pod } => w.evict(&pod).await,
+                Write::DeletePod { pod } => w.delete_pod(&pod).await,
+                Write::Annotate {
+                    target,
+                    annotations,
+                } => w.annotate(&target, &annotations).await,
+            }
+        }
+    }
+
+    fn notify(&mut self, notice: Notice) {
+        let _ = self.notices.send(notice);
+    }
+}

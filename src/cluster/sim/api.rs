@@ -42,6 +42,11 @@ impl crate::cluster::Cluster for SimCluster {
                 .values()
                 .map(|p| Change::Applied(Object::Pod(Box::new(p.clone())))),
         );
+        if !self.console_settings.is_empty() {
+            out.push(Change::Applied(Object::Settings(
+                self.console_settings.clone(),
+            )));
+        }
         self.pdb_allowed.clear();
         self.pods_dirty = true;
         self.refresh_pdbs();
@@ -186,6 +191,68 @@ impl SimCluster {
                     return Err(not_found("Pod", &pod.to_string()));
                 }
                 self.delete_pod(&pod);
+            }
+            Write::Annotate {
+                target,
+                annotations,
+            } => self.annotate(&target, annotations)?,
+        }
+        Ok(())
+    }
+
+    /// Sets and removes annotations, and reports the object changed.
+    fn annotate(
+        &mut self,
+        target: &ObjectRef,
+        annotations: std::collections::BTreeMap<String, Option<String>>,
+    ) -> Result<(), ClusterError> {
+        fn apply(
+            map: &mut std::collections::BTreeMap<String, String>,
+            set: std::collections::BTreeMap<String, Option<String>>,
+        ) {
+            for (k, v) in set {
+                match v {
+                    Some(v) => map.insert(k, v),
+                    None => map.remove(&k),
+                };
+            }
+        }
+        match target {
+            ObjectRef::NodeClaim(name) => {
+                let c = self
+                    .nodeclaims
+                    .get_mut(name)
+                    .ok_or_else(|| not_found("NodeClaim", name))?;
+                apply(&mut c.annotations, annotations);
+                let c = c.clone();
+                self.emit(Change::Applied(Object::NodeClaim(Box::new(c))));
+            }
+            ObjectRef::NodePool(name) => {
+                let p = self
+                    .nodepools
+                    .get_mut(name)
+                    .ok_or_else(|| not_found("NodePool", name))?;
+                let mut map: std::collections::BTreeMap<String, String> = p
+                    .metadata
+                    .annotations
+                    .take()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .collect();
+                apply(&mut map, annotations);
+                p.metadata.annotations = (!map.is_empty()).then(|| map.into_iter().collect());
+                let p = p.clone();
+                self.emit(Change::Applied(Object::NodePool(Box::new(p))));
+            }
+            ObjectRef::Settings => {
+                apply(&mut self.console_settings, annotations);
+                let s = self.console_settings.clone();
+                self.emit(Change::Applied(Object::Settings(s)));
+            }
+            other => {
+                return Err(ClusterError::Api(format!(
+                    "annotations on {other:?} are not part of the protocol"
+                )));
             }
         }
         Ok(())

@@ -102,6 +102,8 @@ pub struct SimCluster {
     writes: usize,
     fail_after: Option<usize>,
     refused: usize,
+    /// Annotations of the settings object (the pause of every pool).
+    console_settings: BTreeMap<String, String>,
     rng: fastrand::Rng,
 }
 
@@ -130,6 +132,7 @@ impl SimCluster {
             writes: 0,
             fail_after: None,
             refused: 0,
+            console_settings: BTreeMap::new(),
             rng: fastrand::Rng::with_seed(seed ^ 0x005e_edc1_u64),
         }
     }
