@@ -10,6 +10,7 @@ pub mod manifest;
 pub mod migrate;
 pub mod nodeclaim;
 pub mod nodepool;
+pub mod protocol;
 pub mod quantity;
 pub mod schedule;
 pub mod source_lines;

@@ -12,7 +12,7 @@
 //! scope, expiration included. Involuntary disruptions (instance gone, spot interruption)
 //! cannot be paused; they are recorded and shown as such.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::fmt;
 
 use chrono::{DateTime, TimeDelta, Utc};
@@ -289,6 +289,9 @@ pub struct Gate {
     withdrawn: VecDeque<Withdrawn>,
     involuntary: VecDeque<Involuntary>,
     next_id: u64,
+    /// Ids recorded in the cluster by candidates (node names): a decision proposed again
+    /// after a restart takes its old id, so approvals written meanwhile still find it.
+    id_hints: HashMap<BTreeSet<String>, u64>,
 }
 
 impl Gate {
@@ -302,6 +305,7 @@ impl Gate {
             withdrawn: VecDeque::new(),
             involuntary: VecDeque::new(),
             next_id: 1,
+            id_hints: HashMap::new(),
         }
     }
 
@@ -330,8 +334,14 @@ impl Gate {
             })
             .max_by_key(|p| *p == Policy::Manual)
             .unwrap_or((self.policy.default)(command.reason));
-        let id = self.next_id;
-        self.next_id += 1;
+        let nodes: BTreeSet<String> = command.nodes().map(str::to_string).collect();
+        let id = match self.id_hints.get(&nodes) {
+            Some(id) if !self.pending.contains_key(id) => *id,
+            _ => {
+                self.next_id += 1;
+                self.next_id - 1
+            }
+        };
         self.pending.insert(
             id,
             Decision {
@@ -342,6 +352,14 @@ impl Gate {
             },
         );
         self.pending.get(&id)
+    }
+
+    /// Learns the ids recorded in the cluster; new ids start above every one of them.
+    pub fn set_id_hints(&mut self, hints: HashMap<BTreeSet<String>, u64>) {
+        if let Some(max) = hints.values().max() {
+            self.next_id = self.next_id.max(max + 1);
+        }
+        self.id_hints = hints;
     }
 
     /// The pause covering a command, if any.

@@ -38,7 +38,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 /// The Lease the headless controller elects its leader on, in its own namespace.
-pub const DEFAULT_LEASE_NAME: &str = "karpenter-tui-leader-election";
+pub const DEFAULT_LEASE_NAME: &str = crate::api::protocol::LEASE;
 
 /// client-go's `JitterFactor`: a candidate waits `retry_period` plus up to this much more
 /// of it between attempts, so candidates that started together do not keep colliding.

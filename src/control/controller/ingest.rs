@@ -101,6 +101,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             match change {
                 Change::Applied(object) => self.applied(object, now),
                 Change::Deleted(r) => self.deleted(r, now),
+                Change::Problem(message) => self.error(message),
             }
         }
     }
@@ -174,6 +175,10 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                 template.key.namespace = ds.namespace.clone();
                 s.daemonsets.push(template);
             }
+            Object::Settings(annotations) => {
+                self.changes += 1;
+                self.protocol.settings = annotations;
+            }
         }
     }
 
@@ -243,6 +248,10 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                 self.state_mut().daemonsets.retain(|p| {
                     p.key.namespace != ns || p.owner.as_ref().is_none_or(|o| o.name != name)
                 });
+            }
+            ObjectRef::Settings => {
+                self.changes += 1;
+                self.protocol.settings.clear();
             }
         }
     }

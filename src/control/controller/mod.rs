@@ -23,6 +23,8 @@
 
 mod ingest;
 mod lifecycle;
+mod notices;
+mod protocol;
 mod provisioner;
 mod snapshot;
 
@@ -119,6 +121,9 @@ pub struct Controller<C: Cluster, P: CloudProvider> {
         ),
     >,
 
+    /// The approval protocol's state in the cluster (decision records, requests, pauses).
+    protocol: protocol::Protocol,
+
     recent: VecDeque<Event>,
     fresh: Vec<Event>,
     snapshot_tx: watch::Sender<Arc<Snapshot>>,
@@ -127,6 +132,8 @@ pub struct Controller<C: Cluster, P: CloudProvider> {
     published: u64,
     rng: fastrand::Rng,
     stats: Stats,
+    /// Attach mode: read and explain, never write (see [`Controller::observing`]).
+    observe: bool,
 }
 
 /// Totals for the run summary.
@@ -181,6 +188,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             last_pass: None,
             last_gc: None,
             blocked: HashMap::new(),
+            protocol: protocol::Protocol::default(),
             recent: VecDeque::new(),
             fresh: Vec::new(),
             snapshot_tx,
@@ -188,7 +196,27 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             published: u64::MAX,
             rng: fastrand::Rng::with_seed(settings.seed),
             stats: Stats::default(),
+            observe: false,
         }
+    }
+
+    /// A controller that only watches: it builds the same state, budgets, candidates,
+    /// decisions and explanations from the cluster, but provisions, disrupts, terminates
+    /// and records nothing. Attach mode runs one beside a controller that does act (ours
+    /// or upstream Karpenter), so the console explains what it sees with the same engine;
+    /// operator actions then go to the API server, not to this controller's gate.
+    pub fn observing(mut self) -> Self {
+        self.observe = true;
+        self.disruption.gate.policy = super::approvals::PolicyTable {
+            rules: Vec::new(),
+            default: |_| super::approvals::Policy::Manual,
+        };
+        self
+    }
+
+    /// True for an attach-mode controller.
+    pub fn is_observing(&self) -> bool {
+        self.observe
     }
 
     /// The cluster and the cloud, to drive a simulation or to restart a controller.
@@ -227,6 +255,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
     }
 
     fn emit(&mut self, kind: EventKind) {
+        self.notice_for_event(&kind);
         let t = (self.now() - self.start).num_milliseconds() as f64 / 1000.0;
         let e = Event { t, kind };
         self.changes += 1;
@@ -250,6 +279,10 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
     /// One round of every loop at the clock's current time.
     pub async fn reconcile(&mut self) {
         let now = self.now();
+        if self.observe {
+            self.observe_round(now).await;
+            return;
+        }
         let first = self.last_poll.is_none() && self.generation == 0;
         self.ingest(now);
         if first {
@@ -259,6 +292,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         if self.unavailable.expire(now) {
             self.refresh_instance_types(now);
         }
+        self.protocol_round(now).await;
         self.lifecycle(now).await;
         if self.batcher.take_if_closed(now) {
             let began = std::time::Instant::now();
@@ -275,6 +309,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             }
             self.disruption_poll(now).await;
         }
+        self.record_decisions().await;
         self.terminate(now).await;
         if self.last_gc.is_none_or(|t| now - t >= GC_INTERVAL) {
             self.last_gc = Some(now);
@@ -282,6 +317,26 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         }
         self.ingest(now);
         self.disruption.metrics.set_node_count(self.nodes.len());
+        self.publish(now);
+    }
+
+    /// Attach mode's round: the state and the disruption pass, with nothing carried out.
+    async fn observe_round(&mut self, now: DateTime<Utc>) {
+        self.ingest(now);
+        let hints = self.recorded_ids();
+        self.disruption.gate.set_id_hints(hints);
+        self.sync_pauses();
+        if self.last_poll.is_none_or(|t| now - t >= POLL_INTERVAL) {
+            self.last_poll = Some(now);
+            let state = Arc::clone(&self.state);
+            self.disruption.explain = true;
+            self.last_pass = Some((now, self.generation));
+            // Every decision is manual here, so nothing is due and nothing runs; any
+            // effect a pass returns is dropped all the same.
+            let _ = self.disruption.tick(&state, now);
+            drop(state);
+            self.drain_outbox();
+        }
         self.publish(now);
     }
 
@@ -496,6 +551,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
     fn drain_outbox(&mut self) {
         use super::journal::Action;
         for (e, command) in std::mem::take(&mut self.disruption.outbox) {
+            self.notice_for_entry(&e);
             let id = e.decision.unwrap_or(0);
             let kind = match e.action {
                 Action::Proposed => {
@@ -581,9 +637,11 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
 
     pub async fn pause(&mut self, scope: Scope, actor: &str) -> Result<(), ActionError> {
         let now = self.now();
-        let result = self.disruption.pause(scope, actor, now);
+        let result = self.disruption.pause(scope.clone(), actor, now);
         self.drain_outbox();
         result?;
+        self.write_pause(&scope, Some(actor)).await;
+        self.record_decisions().await;
         self.publish(now);
         Ok(())
     }
@@ -593,6 +651,10 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         let result = self.disruption.resume(scope, actor, now);
         self.drain_outbox();
         let resumed = result?;
+        if resumed {
+            self.write_pause(scope, None).await;
+            self.record_decisions().await;
+        }
         self.publish(now);
         Ok(resumed)
     }

@@ -1,0 +1,31 @@
+//! The approval protocol's vocabulary: annotations under `karpenter-tui.dev/` through
+//! which a controller and any number of consoles share decisions, approvals and pauses
+//! in the API server (docs/attach.md). Kept here, at the bottom of the crate, because
+//! both sides speak it: the controller (`control`) and the attaching console
+//! (`cluster::kube::protocol`).
+
+/// On each candidate NodeClaim of a decision awaiting approval: the decision's id.
+pub const DECISION: &str = "karpenter-tui.dev/decision";
+/// Beside [`DECISION`]: what the decision would do, for `kubectl describe`.
+pub const DECISION_SUMMARY: &str = "karpenter-tui.dev/decision-summary";
+/// Written by a console on a candidate NodeClaim: approve the decision with this id.
+pub const APPROVE: &str = "karpenter-tui.dev/approve";
+/// Written by a console on a candidate NodeClaim: reject the decision with this id.
+pub const REJECT: &str = "karpenter-tui.dev/reject";
+/// Beside [`REJECT`]: why.
+pub const REJECT_REASON: &str = "karpenter-tui.dev/reject-reason";
+/// Beside [`APPROVE`] or [`REJECT`]: who asked (the console's kubeconfig user).
+pub const ACTOR: &str = "karpenter-tui.dev/actor";
+/// On a NodePool (or, for every pool, on the settings ConfigMap): disruption is paused;
+/// the value names who paused it.
+pub const PAUSED: &str = "karpenter-tui.dev/paused";
+/// On the settings ConfigMap: a pause of one disruption reason, `<prefix><Reason>`.
+pub const PAUSED_REASON_PREFIX: &str = "karpenter-tui.dev/paused-reason.";
+/// On a NodePool paused in attach mode against upstream Karpenter: the JSON of
+/// `spec.disruption.budgets` as it was before the pause set them to `nodes: "0"`.
+pub const SAVED_BUDGETS: &str = "karpenter-tui.dev/saved-budgets";
+/// Beside [`SAVED_BUDGETS`]: who paused.
+pub const PAUSED_BY: &str = "karpenter-tui.dev/paused-by";
+/// The Lease our controller's replicas elect a leader on: its presence (with a holder)
+/// tells a console that our controller runs in the cluster.
+pub const LEASE: &str = "karpenter-tui-leader-election";
