@@ -2,6 +2,7 @@
 //! through [`CloudProvider`]; `sim` is the embedded cloud over the built-in catalog, and
 //! the AWS provider implements the same trait.
 
+pub mod kwok;
 pub mod sim;
 
 use std::future::Future;
