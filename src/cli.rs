@@ -121,9 +121,74 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         out: PathBuf,
     },
+    /// Run the autoscaler against a real cluster, with the console: the same controller
+    /// as the demo, acting through the Kubernetes API (NodeClaims, taints, evictions).
+    ///
+    /// With --cloud sim (the default) the simulated cloud creates Ready Node objects for
+    /// the built-in catalog (like Karpenter's KWOK provider), so a cluster without a cloud
+    /// can be exercised. Run it only where no other autoscaler acts on the same pools.
+    Run {
+        #[command(flatten)]
+        kube: KubeArgs,
+        #[arg(long, value_enum, default_value_t = Cloud::Sim)]
+        cloud: Cloud,
+    },
+    /// The console attached to a cluster where a controller already runs: ours (found by
+    /// its Lease) or upstream Karpenter (found by its API). Nothing runs locally but an
+    /// engine that explains what it sees.
+    ///
+    /// Read-only unless --write. With our controller, approve/reject/pause go through the
+    /// approval protocol (docs/attach.md); with upstream Karpenter, approve deletes the
+    /// candidate NodeClaims and pause sets the pool's budgets to zero (restored exactly on
+    /// resume).
+    Attach {
+        #[command(flatten)]
+        kube: KubeArgs,
+        /// Allow approve, reject and pause (they change the cluster).
+        #[arg(long)]
+        write: bool,
+    },
+    /// The headless controller, as it runs in-cluster (deploy/): leader election on a
+    /// Lease, /metrics, /healthz and /readyz, graceful shutdown on SIGTERM.
+    Controller {
+        #[command(flatten)]
+        kube: KubeArgs,
+        #[arg(long, value_enum, default_value_t = Cloud::Sim)]
+        cloud: Cloud,
+        /// Where /metrics, /healthz and /readyz are served.
+        #[arg(long, default_value = "0.0.0.0:8080", value_name = "ADDR:PORT")]
+        metrics_addr: String,
+        /// Leader election timings in seconds: lease duration, renew deadline, retry
+        /// period (client-go's 15/10/2).
+        #[arg(long, default_value = "15,10,2", value_name = "D,R,P")]
+        lease: String,
+    },
     /// Measure the engine (release builds only give meaningful figures).
     #[command(subcommand)]
     Bench(Bench),
+}
+
+/// Where a cluster is.
+#[derive(clap::Args, Debug, Clone)]
+pub struct KubeArgs {
+    /// kubeconfig file (default: $KUBECONFIG, ~/.kube/config, else in-cluster).
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// kubeconfig context (default: the current context).
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+    /// Namespace of the controller's Lease and of the settings ConfigMap.
+    #[arg(long, env = "POD_NAMESPACE", default_value = "karpenter-tui")]
+    pub namespace: String,
+}
+
+/// `--cloud`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cloud {
+    /// Node objects for the built-in catalog, no instances (KWOK-style).
+    Sim,
+    /// EC2 (the AWS provider).
+    Aws,
 }
 
 /// `--approve`.

@@ -7,5 +7,6 @@ pub mod cloud;
 pub mod cluster;
 pub mod control;
 pub mod engine;
+pub mod live;
 pub mod simulation;
 pub mod tui;

@@ -2,6 +2,7 @@
 //! the command line and the library for the work.
 
 mod cli;
+mod live_cmd;
 
 use std::io::{IsTerminal, Read, Write};
 use std::path::Path;
@@ -20,7 +21,10 @@ use karpenter_tui::tui::logpane::LogPane;
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // The console owns the terminal: its logs go to a file and the in-app log pane.
-    let console = cli.command.is_none() && std::io::stdout().is_terminal();
+    let console = matches!(
+        cli.command,
+        None | Some(Command::Run { .. }) | Some(Command::Attach { .. })
+    ) && std::io::stdout().is_terminal();
     let pane = if console {
         let path = karpenter_tui::tui::config::log_path();
         Some(LogPane::with_file(&path).unwrap_or_default())
@@ -72,6 +76,18 @@ fn main() -> ExitCode {
         }
         Some(Command::Migrate { file }) => run_migrate(&file),
         Some(Command::Bench(b)) => run_bench(b),
+        Some(Command::Run { kube, cloud }) => {
+            live_cmd::run(&kube, cloud, cli.approve.rules(), &console_opts, pane)
+        }
+        Some(Command::Attach { kube, write }) => {
+            live_cmd::attach(&kube, write, &console_opts, pane)
+        }
+        Some(Command::Controller {
+            kube,
+            cloud,
+            metrics_addr,
+            lease,
+        }) => live_cmd::controller_cmd(&kube, cloud, &metrics_addr, &lease, cli.approve.rules()),
     }
 }
 

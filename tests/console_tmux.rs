@@ -3,87 +3,15 @@
 //! quits; the terminal must come back in cooked mode and out of the alternate screen.
 //! Needs tmux (.ci/run installs it).
 
-use std::path::Path;
+#[path = "peers/tmux.rs"]
+mod tmux;
+
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tmux::Tmux;
 
 const BIN: &str = env!("CARGO_BIN_EXE_karpenter-tui");
-
-/// A tmux server of our own (its own socket), killed on drop.
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    fn start(dir: &Path, command: &str) -> Tmux {
-        let socket = dir.join("tmux.sock").display().to_string();
-        let status = Command::new("tmux")
-            .args([
-                "-S",
-                &socket,
-                "new-session",
-                "-d",
-                "-x",
-                "160",
-                "-y",
-                "45",
-                command,
-            ])
-            .env("TERM", "xterm-256color")
-            .status()
-            .expect("tmux must be installed (.ci/run installs it)");
-        assert!(status.success(), "tmux new-session failed");
-        Tmux { socket }
-    }
-
-    fn capture(&self) -> String {
-        let out = Command::new("tmux")
-            .args(["-S", &self.socket, "capture-pane", "-p"])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn keys(&self, keys: &str) {
-        let ok = Command::new("tmux")
-            .args(["-S", &self.socket, "send-keys", "-l", keys])
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "send-keys {keys}");
-    }
-
-    fn alternate_screen(&self) -> bool {
-        let out = Command::new("tmux")
-            .args(["-S", &self.socket, "display", "-p", "#{alternate_on}"])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).trim() == "1"
-    }
-
-    /// Polls the screen until `pred` holds; panics with the last screen after `within`.
-    fn wait_for(&self, what: &str, within: Duration, pred: impl Fn(&str) -> bool) -> String {
-        let start = Instant::now();
-        loop {
-            let screen = self.capture();
-            if pred(&screen) {
-                return screen;
-            }
-            if start.elapsed() > within {
-                panic!("waited {within:?} for {what}; the screen:\n{screen}");
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .args(["-S", &self.socket, "kill-server"])
-            .status();
-    }
-}
 
 /// The decision id on the selected (first) row of the Disruption view.
 fn first_awaiting(screen: &str) -> Option<u64> {

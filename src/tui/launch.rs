@@ -113,6 +113,51 @@ pub async fn run_embedded(
     Ok((sim, stats))
 }
 
+/// Runs the console over any backend: `serve` gets the request channel and the actor
+/// and returns the task that answers (a live controller's loop, or attach mode's). The
+/// console quitting closes the channel, which ends that task.
+pub async fn run_backend<F>(
+    snapshots: tokio::sync::watch::Receiver<Arc<crate::control::controller::Snapshot>>,
+    label: String,
+    actor: Option<String>,
+    opts: &Options,
+    log: LogPane,
+    serve: F,
+) -> std::io::Result<LoopStats>
+where
+    F: FnOnce(
+        tokio::sync::mpsc::UnboundedReceiver<crate::tui::console::Envelope>,
+        String,
+    ) -> tokio::task::JoinHandle<()>,
+{
+    let p = prepare(opts);
+    let actor = actor.unwrap_or(p.actor.clone());
+    let (console, requests) = Console::new(
+        snapshots,
+        Source {
+            label,
+            read_only: opts.read_only,
+            actor: actor.clone(),
+        },
+    );
+    let driver = serve(requests, actor);
+    let snapshot = console.snapshots().borrow().clone();
+    let mut app = App::new(
+        snapshot,
+        console.source.clone(),
+        p.theme,
+        p.keymap,
+        p.settings,
+        log,
+    );
+    for w in &p.warnings {
+        app.warn(w.clone());
+    }
+    let stats = terminal::run(console, app).await?;
+    let _ = tokio::time::timeout(Duration::from_secs(5), driver).await;
+    Ok(stats)
+}
+
 /// Parses "160x45".
 pub fn parse_size(s: &str) -> Result<(u16, u16), String> {
     let (w, h) = s

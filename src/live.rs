@@ -1,0 +1,219 @@
+//! The controller against a live cluster, and attach mode: the loops that drive a
+//! [`Controller`] over [`KubeCluster`] in wall-clock time, shared by `run --kubeconfig`
+//! (with the console), `controller` (headless, in-cluster) and `attach` (the console
+//! beside someone else's controller). main.rs picks one; the simulation has its own
+//! driver in `simulation.rs`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+use tokio::sync::{Notify, mpsc, watch};
+
+use crate::cloud::CloudProvider;
+use crate::cluster::kube::protocol::{Flavour, Remote};
+use crate::cluster::kube::{KubeCluster, PriceBook};
+use crate::control::approvals::Scope;
+use crate::control::controller::Controller;
+use crate::control::requests::{self, Envelope, Request};
+use crate::engine::catalog::{CapacityType, Catalog};
+
+/// Prices of the built-in catalog: what a NodeClaim read from the API server costs.
+pub fn catalog_prices(catalog: Arc<Catalog>) -> PriceBook {
+    Arc::new(move |instance_type: &str, zone: &str, ct: CapacityType| {
+        let it = catalog.get(instance_type)?;
+        it.offerings
+            .iter()
+            .find(|o| o.zone == zone && o.capacity_type == ct)
+            .or_else(|| it.offerings.iter().find(|o| o.capacity_type == ct))
+            .map(|o| o.price)
+    })
+}
+
+/// Waits until every watch has listed its kind (the controller must not act on half a
+/// cluster: it would garbage collect what it has not seen yet). Gives up after `limit`.
+pub async fn wait_synced<P: CloudProvider>(
+    controller: &mut Controller<KubeCluster, P>,
+    wake: &Notify,
+    limit: Duration,
+) -> Result<(), String> {
+    let deadline = tokio::time::Instant::now() + limit;
+    while !controller.parts_mut().0.synced() {
+        if tokio::time::timeout_at(deadline, wake.notified())
+            .await
+            .is_err()
+        {
+            return Err(format!(
+                "the cluster's objects were not listed within {} s (see the log for the \
+                 watch errors)",
+                limit.as_secs()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// What ends a drive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// Every console went away (or a stop was asked for).
+    Requested,
+    /// Leadership was lost: this replica must stop acting at once.
+    LostLeadership,
+}
+
+/// Runs the loop until `stop` turns true, the requests channel closes (when given), or
+/// `leader` turns false. Reconciles when the watches deliver something, when the
+/// controller's own timers come due, and after each operator request.
+pub async fn drive<P: CloudProvider>(
+    controller: &mut Controller<KubeCluster, P>,
+    wake: Arc<Notify>,
+    mut requests: Option<mpsc::UnboundedReceiver<Envelope>>,
+    actor: &str,
+    mut stop: watch::Receiver<bool>,
+    mut leader: Option<watch::Receiver<bool>>,
+    mut after_round: impl FnMut(&mut Controller<KubeCluster, P>),
+) -> Stop {
+    loop {
+        if leader.as_ref().is_some_and(|l| !*l.borrow()) {
+            return Stop::LostLeadership;
+        }
+        if *stop.borrow() {
+            return Stop::Requested;
+        }
+        controller.reconcile().await;
+        after_round(controller);
+        let wait = (controller.next_wake() - Utc::now())
+            .to_std()
+            .unwrap_or_default()
+            .clamp(Duration::from_millis(50), Duration::from_secs(10));
+        tokio::select! {
+            _ = wake.notified() => {
+                // Let a burst of watch events land before the next round.
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            _ = tokio::time::sleep(wait) => {}
+            _ = stop.changed() => {}
+            _ = async {
+                match leader.as_mut() {
+                    Some(l) => { let _ = l.changed().await; }
+                    None => std::future::pending::<()>().await,
+                }
+            } => {}
+            envelope = async {
+                match requests.as_mut() {
+                    Some(r) => r.recv().await,
+                    None => std::future::pending().await,
+                }
+            } => match envelope {
+                None => return Stop::Requested,
+                Some((request, reply)) => {
+                    let answer = requests::apply(controller, request, actor).await;
+                    let _ = reply.send(answer);
+                }
+            },
+        }
+    }
+}
+
+/// Attach mode's loop: an observing controller keeps the console's picture current, and
+/// operator requests become protocol writes through `remote`. Ends when the console goes.
+pub async fn attach<P: CloudProvider>(
+    mut controller: Controller<KubeCluster, P>,
+    wake: Arc<Notify>,
+    mut requests: mpsc::UnboundedReceiver<Envelope>,
+    remote: Remote,
+) {
+    loop {
+        controller.reconcile().await;
+        let wait = (controller.next_wake() - Utc::now())
+            .to_std()
+            .unwrap_or_default()
+            .clamp(Duration::from_millis(200), Duration::from_secs(10));
+        tokio::select! {
+            _ = wake.notified() => {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            _ = tokio::time::sleep(wait) => {}
+            envelope = requests.recv() => match envelope {
+                None => return,
+                Some((request, reply)) => {
+                    let answer = remote_request(&controller, &remote, request).await;
+                    let _ = reply.send(answer);
+                }
+            },
+        }
+    }
+}
+
+/// One operator request in attach mode.
+async fn remote_request<P: CloudProvider>(
+    controller: &Controller<KubeCluster, P>,
+    remote: &Remote,
+    request: Request,
+) -> Result<String, String> {
+    let snapshot = controller.snapshot();
+    let claims_of = |id: u64| -> Result<Vec<String>, String> {
+        let d = snapshot
+            .pending
+            .iter()
+            .find(|d| d.id == id)
+            .ok_or_else(|| format!("no pending decision #{id}"))?;
+        Ok(d.command
+            .nodes()
+            .map(|n| {
+                snapshot
+                    .state
+                    .nodes
+                    .iter()
+                    .find(|s| s.name == n)
+                    .map_or(n.to_string(), |s| s.nodeclaim.clone())
+            })
+            .collect())
+    };
+    let pools: Vec<String> = snapshot.state.nodepools.keys().cloned().collect();
+    match request {
+        Request::Approve { ids } => {
+            let mut done = Vec::new();
+            let mut failed = Vec::new();
+            for id in ids {
+                match claims_of(id) {
+                    Ok(claims) => match remote.approve(id, &claims).await {
+                        Ok(msg) => done.push(msg),
+                        Err(e) => failed.push(format!("#{id}: {e}")),
+                    },
+                    Err(e) => failed.push(e),
+                }
+            }
+            if failed.is_empty() {
+                Ok(done.join("; "))
+            } else {
+                Err(failed.join("; "))
+            }
+        }
+        Request::Reject { id, reason } => remote.reject(id, &claims_of(id)?, &reason).await,
+        Request::Pause(scope) => match scope {
+            Scope::All => remote.pause(&pools, true).await,
+            Scope::NodePool(p) => remote.pause(&[p], false).await,
+            Scope::Reason(r) => Err(format!(
+                "attach mode pauses pools (or all), not a reason ({}): pause it from the \
+                 controller's own console",
+                r.as_str()
+            )),
+        },
+        Request::Resume(scope) => match scope {
+            Scope::All => remote.resume(&pools, true).await,
+            Scope::NodePool(p) => remote.resume(&[p], false).await,
+            Scope::Reason(r) => Err(format!("no pause of reason {} here", r.as_str())),
+        },
+    }
+}
+
+/// The header's words for an attached console.
+pub fn attach_label(flavour: Flavour, context: &str, write: bool) -> String {
+    format!(
+        "attached to {} · context {context} · {}",
+        flavour.label(),
+        if write { "write" } else { "read-only" }
+    )
+}

@@ -1,0 +1,419 @@
+//! The binary's cluster modes: `run` (controller + console against a real cluster),
+//! `attach` (the console beside a controller already running there) and `controller`
+//! (headless, in-cluster). Wiring only; the loops live in the library's `live` module.
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use karpenter_tui::cloud::kwok::KwokCloud;
+use karpenter_tui::cluster::kube::lease::{LeaderElector, LeaseConfig, default_identity};
+use karpenter_tui::cluster::kube::protocol::{self, Remote};
+use karpenter_tui::cluster::kube::{self, Connection, KubeCluster};
+use karpenter_tui::control::approvals::{PolicyTable, Rule};
+use karpenter_tui::control::clock::SystemClock;
+use karpenter_tui::control::controller::{Controller, Settings};
+use karpenter_tui::control::endpoints::{Endpoints, Health};
+use karpenter_tui::engine::catalog::Catalog;
+use karpenter_tui::live::{self, Stop};
+use karpenter_tui::tui::launch;
+use karpenter_tui::tui::logpane::LogPane;
+use tokio::sync::watch;
+
+use crate::cli::{Cloud, KubeArgs};
+
+/// How long the watches get to list the cluster before the controller gives up.
+const SYNC_LIMIT: Duration = Duration::from_secs(120);
+
+fn fail(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("karpenter-tui: {msg}");
+    ExitCode::FAILURE
+}
+
+fn policy(rules: Option<Vec<String>>) -> Result<PolicyTable, String> {
+    let rules = rules
+        .unwrap_or_default()
+        .iter()
+        .map(|r| Rule::parse(r).map_err(|e| format!("approval rule {r:?}: {e}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(PolicyTable {
+        rules,
+        ..PolicyTable::default()
+    })
+}
+
+async fn connect(kube: &KubeArgs) -> Result<Connection, String> {
+    let mut conn = kube::connect(kube.kubeconfig.as_deref(), kube.context.as_deref()).await?;
+    conn.namespace = kube.namespace.clone();
+    Ok(conn)
+}
+
+/// A controller over the cluster with the chosen cloud. Only the KWOK-style cloud exists
+/// so far; the AWS provider is issue 8.
+fn controller(
+    conn: &Connection,
+    cloud: Cloud,
+    policy: PolicyTable,
+    identity: &str,
+) -> Result<Controller<KubeCluster, KwokCloud>, String> {
+    if cloud == Cloud::Aws {
+        return Err(
+            "--cloud aws: the AWS provider is not part of this build yet (issue 8); use \
+             --cloud sim"
+                .into(),
+        );
+    }
+    let catalog = Catalog::builtin_shared();
+    let cluster = KubeCluster::start(conn, live::catalog_prices(catalog.clone()), identity);
+    let cloud = KwokCloud::new(conn.client.clone(), &catalog);
+    let now = chrono::Utc::now();
+    Ok(Controller::new(
+        cluster,
+        cloud,
+        Arc::new(SystemClock),
+        Settings {
+            policy,
+            spot_to_spot: false,
+            journal: None,
+            start: now,
+            seed: fastrand::u64(..),
+        },
+    ))
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
+    tokio::runtime::Runtime::new().map_err(|e| fail(format!("tokio runtime: {e}")))
+}
+
+/// `run`: the controller in-process against the cluster, with the console on a terminal
+/// or event lines (JSON) on stdout otherwise.
+pub fn run(
+    kube: &KubeArgs,
+    cloud: Cloud,
+    rules: Option<Vec<String>>,
+    opts: &launch::Options,
+    pane: Option<LogPane>,
+) -> ExitCode {
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(code) => return code,
+    };
+    rt.block_on(async {
+        let conn = match connect(kube).await {
+            Ok(c) => c,
+            Err(e) => return fail(e),
+        };
+        let policy = match policy(rules) {
+            Ok(p) => p,
+            Err(e) => return fail(e),
+        };
+        let identity = format!("{}@{}", conn.user, default_identity());
+        let mut controller = match controller(&conn, cloud, policy, &identity) {
+            Ok(c) => c,
+            Err(e) => return fail(e),
+        };
+        let wake = controller.parts_mut().0.wake();
+        if let Err(e) = live::wait_synced(&mut controller, &wake, SYNC_LIMIT).await {
+            return fail(e);
+        }
+        let (_stop_tx, stop) = watch::channel(false);
+        match pane {
+            Some(pane) => {
+                let label = format!(
+                    "cluster {} · in-process controller · {}",
+                    conn.context, conn.user
+                );
+                let snapshots = controller.subscribe();
+                let actor = format!("console:{}", conn.user);
+                let result = launch::run_backend(
+                    snapshots,
+                    label,
+                    Some(actor),
+                    opts,
+                    pane,
+                    move |requests, actor| {
+                        tokio::spawn(async move {
+                            let mut controller = controller;
+                            live::drive(
+                                &mut controller,
+                                wake,
+                                Some(requests),
+                                &actor,
+                                stop,
+                                None,
+                                |_| {},
+                            )
+                            .await;
+                        })
+                    },
+                )
+                .await;
+                match result {
+                    Ok(_) => ExitCode::SUCCESS,
+                    Err(e) => fail(format!("terminal: {e}")),
+                }
+            }
+            None => {
+                let (stop_tx, stop) = watch::channel(false);
+                tokio::spawn(async move {
+                    shutdown_signal().await;
+                    let _ = stop_tx.send(true);
+                });
+                // Not on a terminal: the events as JSON lines, as `simulate` prints them.
+                live::drive(&mut controller, wake, None, "controller", stop, None, |c| {
+                    for e in c.take_events() {
+                        if let Ok(line) = serde_json::to_string(&e) {
+                            println!("{line}");
+                        }
+                    }
+                })
+                .await;
+                ExitCode::SUCCESS
+            }
+        }
+    })
+}
+
+/// SIGTERM or Ctrl-C.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// `attach`: the console over an observing controller; requests become protocol writes.
+pub fn attach(
+    kube: &KubeArgs,
+    write: bool,
+    opts: &launch::Options,
+    pane: Option<LogPane>,
+) -> ExitCode {
+    let Some(pane) = pane else {
+        return fail("attach is the console: run it on a terminal");
+    };
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(code) => return code,
+    };
+    rt.block_on(async {
+        let conn = match connect(kube).await {
+            Ok(c) => c,
+            Err(e) => return fail(e),
+        };
+        let flavour = match protocol::detect(&conn.client, &conn.namespace).await {
+            Ok(f) => f,
+            Err(e) => return fail(e),
+        };
+        let identity = format!("{}@{}", conn.user, default_identity());
+        let mut controller = match controller(&conn, Cloud::Sim, PolicyTable::default(), &identity)
+        {
+            Ok(c) => c.observing(),
+            Err(e) => return fail(e),
+        };
+        let wake = controller.parts_mut().0.wake();
+        if let Err(e) = live::wait_synced(&mut controller, &wake, SYNC_LIMIT).await {
+            return fail(e);
+        }
+        let actor = conn.user.clone();
+        let remote = Remote {
+            client: conn.client.clone(),
+            namespace: conn.namespace.clone(),
+            actor: actor.clone(),
+            flavour,
+        };
+        let label = live::attach_label(flavour, &conn.context, write);
+        let mut opts = opts.clone();
+        opts.read_only |= !write;
+        let snapshots = controller.subscribe();
+        let result = launch::run_backend(
+            snapshots,
+            label,
+            Some(actor),
+            &opts,
+            pane,
+            move |requests, _| tokio::spawn(live::attach(controller, wake, requests, remote)),
+        )
+        .await;
+        match result {
+            Ok(_) => ExitCode::SUCCESS,
+            Err(e) => fail(format!("terminal: {e}")),
+        }
+    })
+}
+
+fn lease_config(text: &str) -> Result<LeaseConfig, String> {
+    let parts: Vec<f64> = text
+        .split(',')
+        .map(|p| p.trim().parse::<f64>())
+        .collect::<Result<_, _>>()
+        .map_err(|_| {
+            format!("--lease {text:?}: expected three numbers of seconds, e.g. 15,10,2")
+        })?;
+    let [d, r, p] = parts[..] else {
+        return Err(format!(
+            "--lease {text:?}: expected three numbers of seconds, e.g. 15,10,2"
+        ));
+    };
+    let secs = |s: f64| Duration::from_secs_f64(s.max(0.0));
+    let config = LeaseConfig {
+        lease_duration: secs(d),
+        renew_deadline: secs(r),
+        retry_period: secs(p),
+    };
+    config
+        .validate()
+        .map_err(|e| format!("--lease {text:?}: {e}"))?;
+    Ok(config)
+}
+
+/// `controller`: headless. Serves the endpoints at once, competes for the Lease, and acts
+/// only while it leads. Losing the lease ends the process (exit 1) as upstream's does, so
+/// Kubernetes restarts it as a fresh candidate; SIGTERM stops the loop, then releases the
+/// lease so the other replica takes over without waiting for it to expire.
+pub fn controller_cmd(
+    kube: &KubeArgs,
+    cloud: Cloud,
+    metrics_addr: &str,
+    lease: &str,
+    rules: Option<Vec<String>>,
+) -> ExitCode {
+    let addr: SocketAddr = match metrics_addr.parse() {
+        Ok(a) => a,
+        Err(e) => return fail(format!("--metrics-addr {metrics_addr:?}: {e}")),
+    };
+    let config = match lease_config(lease) {
+        Ok(c) => c,
+        Err(e) => return fail(e),
+    };
+    let policy = match policy(rules) {
+        Ok(p) => p,
+        Err(e) => return fail(e),
+    };
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(code) => return code,
+    };
+    rt.block_on(async {
+        let conn = match connect(kube).await {
+            Ok(c) => c,
+            Err(e) => return fail(e),
+        };
+        let identity = default_identity();
+        let mut controller = match controller(&conn, cloud, policy, &identity) {
+            Ok(c) => c,
+            Err(e) => return fail(e),
+        };
+        let health = Health::new(karpenter_tui::control::endpoints::DEFAULT_STALL_AFTER);
+        let endpoints = match Endpoints::bind(
+            addr,
+            controller.disruption.metrics.clone(),
+            health.clone(),
+        )
+        .await
+        {
+            Ok(e) => e,
+            Err(e) => return fail(format!("--metrics-addr {addr}: {e}")),
+        };
+        if let Ok(a) = endpoints.local_addr() {
+            tracing::info!("serving /metrics, /healthz, /readyz on {a}");
+            eprintln!("karpenter-tui: endpoints on {a}");
+        }
+        let (stop_tx, stop) = watch::channel(false);
+        let mut stopped = stop.clone();
+        let endpoints_task = tokio::spawn(endpoints.serve(async move {
+            let _ = stopped.wait_for(|s| *s).await;
+        }));
+        let elector = match LeaderElector::new(
+            conn.client.clone(),
+            &conn.namespace,
+            karpenter_tui::api::protocol::LEASE,
+            identity.clone(),
+            config,
+        ) {
+            Ok(e) => e,
+            Err(e) => return fail(e),
+        };
+        let mut leader = elector.subscribe();
+        let (release_tx, release) = watch::channel(false);
+        let mut release_rx = release.clone();
+        let election = tokio::spawn(elector.run(async move {
+            let _ = release_rx.wait_for(|r| *r).await;
+        }));
+        let signal_tx = stop_tx.clone();
+        tokio::spawn(async move {
+            shutdown_signal().await;
+            tracing::info!("SIGTERM: stopping");
+            let _ = signal_tx.send(true);
+        });
+        let wake = controller.parts_mut().0.wake();
+        let metrics = controller.disruption.metrics.clone();
+        let lease_name = karpenter_tui::api::protocol::LEASE;
+        metrics.set_leader(lease_name, false);
+        // Ready once the watches listed the cluster, leader or not: a standby that is
+        // never ready would stall every rolling update of the Deployment (upstream's
+        // standby replicas are ready too). The watches keep running while it waits, so a
+        // new leader acts on a synced picture at once.
+        if let Err(e) = live::wait_synced(&mut controller, &wake, SYNC_LIMIT).await {
+            return fail(e);
+        }
+        metrics.set_synced(true);
+        health.set_ready(true);
+        let mut stop_wait = stop.clone();
+        let mut beat = tokio::time::interval(Duration::from_secs(5));
+        let became_leader = loop {
+            tokio::select! {
+                r = leader.wait_for(|l| *l) => break r.is_ok(),
+                _ = stop_wait.wait_for(|s| *s) => break false,
+                // A standby is alive too.
+                _ = beat.tick() => health.beat(),
+            }
+        };
+        let outcome = if became_leader {
+            eprintln!("karpenter-tui: {identity} leads");
+            metrics.set_leader(lease_name, true);
+            let beat = health.clone();
+            live::drive(
+                &mut controller,
+                wake,
+                None,
+                "controller",
+                stop.clone(),
+                Some(leader.clone()),
+                move |_| beat.beat(),
+            )
+            .await
+        } else {
+            Stop::Requested
+        };
+        metrics.set_leader(lease_name, false);
+        health.set_ready(false);
+        // The loop has stopped acting: only now may the lease go to someone else.
+        let _ = release_tx.send(true);
+        let _ = tokio::time::timeout(Duration::from_secs(5), election).await;
+        let _ = stop_tx.send(true);
+        let _ = tokio::time::timeout(Duration::from_secs(2), endpoints_task).await;
+        match outcome {
+            Stop::Requested => ExitCode::SUCCESS,
+            Stop::LostLeadership => fail(format!(
+                "{identity}: leader election lost; exiting so a fresh candidate starts"
+            )),
+        }
+    })
+}
