@@ -37,6 +37,7 @@ pub async fn wait_synced<P: CloudProvider>(
     wake: &Notify,
     limit: Duration,
 ) -> Result<(), String> {
+    let began = std::time::Instant::now();
     let deadline = tokio::time::Instant::now() + limit;
     while !controller.parts_mut().0.synced() {
         if tokio::time::timeout_at(deadline, wake.notified())
@@ -50,6 +51,10 @@ pub async fn wait_synced<P: CloudProvider>(
             ));
         }
     }
+    tracing::info!(
+        "listed the cluster in {:.2} s",
+        began.elapsed().as_secs_f64()
+    );
     Ok(())
 }
 

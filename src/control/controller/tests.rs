@@ -408,3 +408,97 @@ fn the_same_scenario_and_seed_give_the_same_run() {
     assert_eq!(a.len(), b.len());
     assert!(a == b, "two runs of the demo differ");
 }
+
+/// The approval protocol's state lives in the cluster: a restarted controller finds the
+/// decision it recorded under the same id and the pause it wrote, and acts on an
+/// approval a console wrote on a candidate NodeClaim as an annotation.
+#[test]
+fn a_restart_keeps_decision_ids_and_pauses_and_annotations_approve() {
+    use crate::api::protocol as keys;
+    use crate::cluster::{Cluster, ObjectRef, Write};
+    use crate::control::approvals::Scope;
+    use std::collections::BTreeMap;
+
+    let text = scenario_text(
+        "      expireAfter: 3m\n  disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: Never}",
+        &format!(
+            "{}---\napiVersion: karpenter-tui.dev/v1alpha1\nkind: Scenario\nmetadata: {{name: expiry}}\nspec:\n  cloud: {{instanceTypes: [m5.xlarge]}}\n",
+            deployment("app", 2, "1")
+        ),
+    );
+    let mut s = sim(&text, "manual");
+    // Ids start at 42 here, so a restarted controller that numbered afresh (from 1)
+    // would be caught.
+    let seen: std::collections::BTreeSet<String> = ["elsewhere".to_string()].into();
+    s.controller
+        .disruption
+        .gate
+        .set_id_hints([(seen, 41)].into_iter().collect());
+    run_for(&mut s, TimeDelta::minutes(5));
+    let id = s.controller.pending_decisions()[0];
+    assert_eq!(id, 42);
+    let pool = Scope::NodePool("default".into());
+    rt().block_on(s.controller.pause(pool.clone(), "console:bob"))
+        .expect("pause");
+
+    s.restart_controller().expect("restart");
+    run_for(&mut s, TimeDelta::seconds(30));
+    assert_eq!(
+        s.controller.pending_decisions(),
+        vec![id],
+        "the recorded decision keeps its id"
+    );
+    let snapshot = s.controller.snapshot();
+    assert!(snapshot.pauses.contains(&pool), "{:?}", snapshot.pauses);
+    let decision = snapshot.pending.iter().find(|d| d.id == id).unwrap();
+    let node = decision.command.nodes().next().unwrap().to_string();
+    let claim = snapshot
+        .state
+        .nodes
+        .iter()
+        .find(|n| n.name == node)
+        .map(|n| n.nodeclaim.clone())
+        .unwrap();
+    assert_eq!(
+        snapshot
+            .state
+            .nodes
+            .iter()
+            .find(|n| n.name == node)
+            .and_then(|n| n.annotations.get(keys::DECISION))
+            .map(String::as_str),
+        Some(id.to_string().as_str()),
+        "recorded on the candidate"
+    );
+
+    // A console (kubectl, say) lifts the pause and approves through annotations.
+    let write = |target, set: &[(&str, Option<&str>)]| Write::Annotate {
+        target,
+        annotations: set
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.map(str::to_string)))
+            .collect::<BTreeMap<_, _>>(),
+    };
+    let (cluster, _) = s.controller.parts_mut();
+    rt().block_on(cluster.write(write(
+        ObjectRef::NodePool("default".into()),
+        &[(keys::PAUSED, None)],
+    )))
+    .expect("resume");
+    rt().block_on(cluster.write(write(
+        ObjectRef::NodeClaim(claim.clone()),
+        &[
+            (keys::APPROVE, Some(&id.to_string())),
+            (keys::ACTOR, Some("alice")),
+        ],
+    )))
+    .expect("approve");
+    let events = run_for(&mut s, TimeDelta::seconds(30));
+    assert!(
+        kinds(&events, "DisruptionApproved")
+            .any(|k| matches!(k, EventKind::DisruptionApproved { id: i, actor } if *i == id && actor == "alice")),
+        "{events:#?}"
+    );
+    assert!(kinds(&events, "DisruptionResumed").count() == 1);
+    assert!(s.controller.pending_decisions().is_empty());
+}
