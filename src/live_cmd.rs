@@ -82,8 +82,28 @@ fn controller(
     ))
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
-    tokio::runtime::Runtime::new().map_err(|e| fail(format!("tokio runtime: {e}")))
+/// Runs a command's body on a fresh runtime: its error is printed, exit code 1.
+fn block_on(body: impl std::future::Future<Output = Result<(), String>>) -> ExitCode {
+    let result = tokio::runtime::Runtime::new()
+        .map_err(|e| format!("tokio runtime: {e}"))
+        .and_then(|rt| rt.block_on(body));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(e),
+    }
+}
+
+/// Connects, and starts a controller's watches (see [`controller`]).
+async fn start(
+    kube: &KubeArgs,
+    cloud: Cloud,
+    policy: PolicyTable,
+    identity: impl FnOnce(&Connection) -> String,
+) -> Result<(Connection, Controller<KubeCluster, KwokCloud>), String> {
+    let conn = connect(kube).await?;
+    let identity = identity(&conn);
+    let controller = controller(&conn, cloud, policy, &identity)?;
+    Ok((conn, controller))
 }
 
 /// `run`: the controller in-process against the cluster, with the console on a terminal
@@ -95,83 +115,64 @@ pub fn run(
     opts: &launch::Options,
     pane: Option<LogPane>,
 ) -> ExitCode {
-    let rt = match runtime() {
-        Ok(rt) => rt,
-        Err(code) => return code,
-    };
-    rt.block_on(async {
-        let conn = match connect(kube).await {
-            Ok(c) => c,
-            Err(e) => return fail(e),
-        };
-        let policy = match policy(rules) {
-            Ok(p) => p,
-            Err(e) => return fail(e),
-        };
-        let identity = format!("{}@{}", conn.user, default_identity());
-        let mut controller = match controller(&conn, cloud, policy, &identity) {
-            Ok(c) => c,
-            Err(e) => return fail(e),
-        };
+    block_on(async {
+        let policy = policy(rules)?;
+        let (conn, mut controller) = start(kube, cloud, policy, |c| {
+            format!("{}@{}", c.user, default_identity())
+        })
+        .await?;
         let wake = controller.parts_mut().0.wake();
-        if let Err(e) = live::wait_synced(&mut controller, &wake, SYNC_LIMIT).await {
-            return fail(e);
-        }
-        let (_stop_tx, stop) = watch::channel(false);
-        match pane {
-            Some(pane) => {
-                let label = format!(
-                    "cluster {} · in-process controller · {}",
-                    conn.context, conn.user
-                );
-                let snapshots = controller.subscribe();
-                let actor = format!("console:{}", conn.user);
-                let result = launch::run_backend(
-                    snapshots,
-                    label,
-                    Some(actor),
-                    opts,
-                    pane,
-                    move |requests, actor| {
-                        tokio::spawn(async move {
-                            let mut controller = controller;
-                            live::drive(
-                                &mut controller,
-                                wake,
-                                Some(requests),
-                                &actor,
-                                stop,
-                                None,
-                                |_| {},
-                            )
-                            .await;
-                        })
-                    },
-                )
-                .await;
-                match result {
-                    Ok(_) => ExitCode::SUCCESS,
-                    Err(e) => fail(format!("terminal: {e}")),
-                }
-            }
-            None => {
-                let (stop_tx, stop) = watch::channel(false);
-                tokio::spawn(async move {
-                    shutdown_signal().await;
-                    let _ = stop_tx.send(true);
-                });
-                // Not on a terminal: the events as JSON lines, as `simulate` prints them.
-                live::drive(&mut controller, wake, None, "controller", stop, None, |c| {
-                    for e in c.take_events() {
-                        if let Ok(line) = serde_json::to_string(&e) {
-                            println!("{line}");
-                        }
+        live::wait_synced(&mut controller, &wake, SYNC_LIMIT).await?;
+        let (stop_tx, stop) = watch::channel(false);
+        let Some(pane) = pane else {
+            tokio::spawn(async move {
+                shutdown_signal().await;
+                let _ = stop_tx.send(true);
+            });
+            // Not on a terminal: the events as JSON lines, as `simulate` prints them.
+            live::drive(&mut controller, wake, None, "controller", stop, None, |c| {
+                for e in c.take_events() {
+                    if let Ok(line) = serde_json::to_string(&e) {
+                        println!("{line}");
                     }
+                }
+            })
+            .await;
+            return Ok(());
+        };
+        let label = format!(
+            "cluster {} · in-process controller · {}",
+            conn.context, conn.user
+        );
+        let snapshots = controller.subscribe();
+        let actor = format!("console:{}", conn.user);
+        // The console quitting closes the request channel, which ends the loop.
+        launch::run_backend(
+            snapshots,
+            label,
+            Some(actor),
+            opts,
+            pane,
+            move |requests, actor| {
+                tokio::spawn(async move {
+                    let _keep = stop_tx;
+                    let mut controller = controller;
+                    live::drive(
+                        &mut controller,
+                        wake,
+                        Some(requests),
+                        &actor,
+                        stop,
+                        None,
+                        |_| {},
+                    )
+                    .await;
                 })
-                .await;
-                ExitCode::SUCCESS
-            }
-        }
+            },
+        )
+        .await
+        .map(drop)
+        .map_err(|e| format!("terminal: {e}"))
     })
 }
 
@@ -208,53 +209,36 @@ pub fn attach(
     let Some(pane) = pane else {
         return fail("attach is the console: run it on a terminal");
     };
-    let rt = match runtime() {
-        Ok(rt) => rt,
-        Err(code) => return code,
-    };
-    rt.block_on(async {
-        let conn = match connect(kube).await {
-            Ok(c) => c,
-            Err(e) => return fail(e),
-        };
-        let flavour = match protocol::detect(&conn.client, &conn.namespace).await {
-            Ok(f) => f,
-            Err(e) => return fail(e),
-        };
-        let identity = format!("{}@{}", conn.user, default_identity());
-        let mut controller = match controller(&conn, Cloud::Sim, PolicyTable::default(), &identity)
-        {
-            Ok(c) => c.observing(),
-            Err(e) => return fail(e),
-        };
+    block_on(async {
+        let (conn, controller) = start(kube, Cloud::Sim, PolicyTable::default(), |c| {
+            format!("{}@{}", c.user, default_identity())
+        })
+        .await?;
+        let flavour = protocol::detect(&conn.client, &conn.namespace).await?;
+        let mut controller = controller.observing();
         let wake = controller.parts_mut().0.wake();
-        if let Err(e) = live::wait_synced(&mut controller, &wake, SYNC_LIMIT).await {
-            return fail(e);
-        }
-        let actor = conn.user.clone();
+        live::wait_synced(&mut controller, &wake, SYNC_LIMIT).await?;
         let remote = Remote {
             client: conn.client.clone(),
             namespace: conn.namespace.clone(),
-            actor: actor.clone(),
+            actor: conn.user.clone(),
             flavour,
         };
         let label = live::attach_label(flavour, &conn.context, write);
         let mut opts = opts.clone();
         opts.read_only |= !write;
         let snapshots = controller.subscribe();
-        let result = launch::run_backend(
+        launch::run_backend(
             snapshots,
             label,
-            Some(actor),
+            Some(conn.user.clone()),
             &opts,
             pane,
             move |requests, _| tokio::spawn(live::attach(controller, wake, requests, remote)),
         )
-        .await;
-        match result {
-            Ok(_) => ExitCode::SUCCESS,
-            Err(e) => fail(format!("terminal: {e}")),
-        }
+        .await
+        .map(drop)
+        .map_err(|e| format!("terminal: {e}"))
     })
 }
 
@@ -283,10 +267,11 @@ fn lease_config(text: &str) -> Result<LeaseConfig, String> {
     Ok(config)
 }
 
-/// `controller`: headless. Serves the endpoints at once, competes for the Lease, and acts
-/// only while it leads. Losing the lease ends the process (exit 1) as upstream's does, so
-/// Kubernetes restarts it as a fresh candidate; SIGTERM stops the loop, then releases the
-/// lease so the other replica takes over without waiting for it to expire.
+/// `controller`: headless. Serves the endpoints at once, is ready once the watches listed
+/// the cluster, competes for the Lease, and acts only while it leads. Losing the lease ends
+/// the process (exit 1) as upstream's does, so Kubernetes restarts it as a fresh
+/// candidate; SIGTERM stops the loop, then releases the lease so the other replica takes
+/// over without waiting for it to expire.
 pub fn controller_cmd(
     kube: &KubeArgs,
     cloud: Cloud,
@@ -294,43 +279,19 @@ pub fn controller_cmd(
     lease: &str,
     rules: Option<Vec<String>>,
 ) -> ExitCode {
-    let addr: SocketAddr = match metrics_addr.parse() {
-        Ok(a) => a,
-        Err(e) => return fail(format!("--metrics-addr {metrics_addr:?}: {e}")),
-    };
-    let config = match lease_config(lease) {
-        Ok(c) => c,
-        Err(e) => return fail(e),
-    };
-    let policy = match policy(rules) {
-        Ok(p) => p,
-        Err(e) => return fail(e),
-    };
-    let rt = match runtime() {
-        Ok(rt) => rt,
-        Err(code) => return code,
-    };
-    rt.block_on(async {
-        let conn = match connect(kube).await {
-            Ok(c) => c,
-            Err(e) => return fail(e),
-        };
+    block_on(async {
+        let addr: SocketAddr = metrics_addr
+            .parse()
+            .map_err(|e| format!("--metrics-addr {metrics_addr:?}: {e}"))?;
+        let config = lease_config(lease)?;
+        let policy = policy(rules)?;
         let identity = default_identity();
-        let mut controller = match controller(&conn, cloud, policy, &identity) {
-            Ok(c) => c,
-            Err(e) => return fail(e),
-        };
+        let (conn, mut controller) = start(kube, cloud, policy, |_| identity.clone()).await?;
+        let metrics = controller.disruption.metrics.clone();
         let health = Health::new(karpenter_tui::control::endpoints::DEFAULT_STALL_AFTER);
-        let endpoints = match Endpoints::bind(
-            addr,
-            controller.disruption.metrics.clone(),
-            health.clone(),
-        )
-        .await
-        {
-            Ok(e) => e,
-            Err(e) => return fail(format!("--metrics-addr {addr}: {e}")),
-        };
+        let endpoints = Endpoints::bind(addr, metrics.clone(), health.clone())
+            .await
+            .map_err(|e| format!("--metrics-addr {addr}: {e}"))?;
         if let Ok(a) = endpoints.local_addr() {
             tracing::info!("serving /metrics, /healthz, /readyz on {a}");
             eprintln!("karpenter-tui: endpoints on {a}");
@@ -340,21 +301,19 @@ pub fn controller_cmd(
         let endpoints_task = tokio::spawn(endpoints.serve(async move {
             let _ = stopped.wait_for(|s| *s).await;
         }));
-        let elector = match LeaderElector::new(
+        let lease_name = karpenter_tui::api::protocol::LEASE;
+        let elector = LeaderElector::new(
             conn.client.clone(),
             &conn.namespace,
-            karpenter_tui::api::protocol::LEASE,
+            lease_name,
             identity.clone(),
             config,
-        ) {
-            Ok(e) => e,
-            Err(e) => return fail(e),
-        };
+        )
+        .map_err(|e| e.to_string())?;
         let mut leader = elector.subscribe();
-        let (release_tx, release) = watch::channel(false);
-        let mut release_rx = release.clone();
+        let (release_tx, mut release) = watch::channel(false);
         let election = tokio::spawn(elector.run(async move {
-            let _ = release_rx.wait_for(|r| *r).await;
+            let _ = release.wait_for(|r| *r).await;
         }));
         let signal_tx = stop_tx.clone();
         tokio::spawn(async move {
@@ -362,17 +321,13 @@ pub fn controller_cmd(
             tracing::info!("SIGTERM: stopping");
             let _ = signal_tx.send(true);
         });
-        let wake = controller.parts_mut().0.wake();
-        let metrics = controller.disruption.metrics.clone();
-        let lease_name = karpenter_tui::api::protocol::LEASE;
         metrics.set_leader(lease_name, false);
+        let wake = controller.parts_mut().0.wake();
         // Ready once the watches listed the cluster, leader or not: a standby that is
         // never ready would stall every rolling update of the Deployment (upstream's
         // standby replicas are ready too). The watches keep running while it waits, so a
         // new leader acts on a synced picture at once.
-        if let Err(e) = live::wait_synced(&mut controller, &wake, SYNC_LIMIT).await {
-            return fail(e);
-        }
+        live::wait_synced(&mut controller, &wake, SYNC_LIMIT).await?;
         metrics.set_synced(true);
         health.set_ready(true);
         let mut stop_wait = stop.clone();
@@ -410,8 +365,8 @@ pub fn controller_cmd(
         let _ = stop_tx.send(true);
         let _ = tokio::time::timeout(Duration::from_secs(2), endpoints_task).await;
         match outcome {
-            Stop::Requested => ExitCode::SUCCESS,
-            Stop::LostLeadership => fail(format!(
+            Stop::Requested => Ok(()),
+            Stop::LostLeadership => Err(format!(
                 "{identity}: leader election lost; exiting so a fresh candidate starts"
             )),
         }

@@ -111,6 +111,15 @@ pub fn node_manifest(
     })
 }
 
+/// Every Node this provider made: the instances.
+async fn kwok_nodes(nodes: &Api<Node>) -> Result<Vec<Node>, CloudError> {
+    nodes
+        .list(&ListParams::default().labels(&format!("{KWOK_LABEL}=true")))
+        .await
+        .map(|l| l.items)
+        .map_err(|e| CloudError(format!("listing Nodes: {e}")))
+}
+
 /// The instance a provider-made Node stands for.
 fn instance_of(n: &Node) -> Option<Instance> {
     let labels = n.metadata.labels.as_ref()?;
@@ -207,11 +216,7 @@ impl CloudProvider for KwokCloud {
         let nodes = self.nodes();
         let provider_id = provider_id.to_string();
         async move {
-            let list = nodes
-                .list(&ListParams::default().labels(&format!("{KWOK_LABEL}=true")))
-                .await
-                .map_err(|e| CloudError(format!("listing Nodes: {e}")))?;
-            for n in list.items {
+            for n in kwok_nodes(&nodes).await? {
                 if n.spec.as_ref().and_then(|s| s.provider_id.as_deref()) == Some(&provider_id) {
                     let name = n.metadata.name.unwrap_or_default();
                     match nodes.delete(&name, &DeleteParams::default()).await {
@@ -228,11 +233,11 @@ impl CloudProvider for KwokCloud {
     fn list(&mut self) -> impl Future<Output = Result<Vec<Instance>, CloudError>> + Send {
         let nodes = self.nodes();
         async move {
-            let list = nodes
-                .list(&ListParams::default().labels(&format!("{KWOK_LABEL}=true")))
-                .await
-                .map_err(|e| CloudError(format!("listing Nodes: {e}")))?;
-            Ok(list.items.iter().filter_map(instance_of).collect())
+            Ok(kwok_nodes(&nodes)
+                .await?
+                .iter()
+                .filter_map(instance_of)
+                .collect())
         }
     }
 

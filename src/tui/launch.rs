@@ -76,59 +76,35 @@ pub fn prepare(opts: &Options) -> Prepared {
 /// Runs the console over an embedded simulation until the operator quits. Returns the
 /// simulation (for the closing summary) and the loop's counters.
 pub async fn run_embedded(
-    sim: Simulation,
+    mut sim: Simulation,
     label: String,
     opts: &Options,
     log: LogPane,
 ) -> std::io::Result<(Option<Simulation>, LoopStats)> {
-    let p = prepare(opts);
-    let mut sim = sim;
-    let (console, requests) = Console::new(
-        sim.controller.subscribe(),
-        Source {
-            label,
-            read_only: opts.read_only,
-            actor: p.actor.clone(),
-        },
-    );
-    let driver = tokio::spawn(sim.serve(requests, p.actor.clone()));
-    let snapshot = console.snapshots().borrow().clone();
-    let mut app = App::new(
-        snapshot,
-        console.source.clone(),
-        p.theme,
-        p.keymap,
-        p.settings,
-        log,
-    );
-    for w in &p.warnings {
-        app.warn(w.clone());
-    }
-    let stats = terminal::run(console, app).await?;
-    // The console is gone: the driver sees its request channel close and stops.
-    let sim = match tokio::time::timeout(Duration::from_secs(5), driver).await {
-        Ok(Ok(sim)) => Some(sim),
-        _ => None,
-    };
-    Ok((sim, stats))
+    let snapshots = sim.controller.subscribe();
+    run_backend(snapshots, label, None, opts, log, move |requests, actor| {
+        tokio::spawn(sim.serve(requests, actor))
+    })
+    .await
 }
 
 /// Runs the console over any backend: `serve` gets the request channel and the actor
-/// and returns the task that answers (a live controller's loop, or attach mode's). The
-/// console quitting closes the channel, which ends that task.
-pub async fn run_backend<F>(
+/// and returns the task that answers (the simulation, a live controller's loop, or
+/// attach mode's). The console quitting closes the channel, which ends that task; what
+/// it returns within 5 s comes back.
+pub async fn run_backend<F, T>(
     snapshots: tokio::sync::watch::Receiver<Arc<crate::control::controller::Snapshot>>,
     label: String,
     actor: Option<String>,
     opts: &Options,
     log: LogPane,
     serve: F,
-) -> std::io::Result<LoopStats>
+) -> std::io::Result<(Option<T>, LoopStats)>
 where
     F: FnOnce(
         tokio::sync::mpsc::UnboundedReceiver<crate::tui::console::Envelope>,
         String,
-    ) -> tokio::task::JoinHandle<()>,
+    ) -> tokio::task::JoinHandle<T>,
 {
     let p = prepare(opts);
     let actor = actor.unwrap_or(p.actor.clone());
@@ -154,8 +130,11 @@ where
         app.warn(w.clone());
     }
     let stats = terminal::run(console, app).await?;
-    let _ = tokio::time::timeout(Duration::from_secs(5), driver).await;
-    Ok(stats)
+    let done = match tokio::time::timeout(Duration::from_secs(5), driver).await {
+        Ok(Ok(v)) => Some(v),
+        _ => None,
+    };
+    Ok((done, stats))
 }
 
 /// Parses "160x45".

@@ -236,26 +236,17 @@ impl Writer {
         let patch = json!({"metadata": {"annotations": annotations}});
         match target {
             ObjectRef::NodeClaim(name) => {
-                let what = format!("NodeClaim {name}");
-                let api = self.nodeclaims();
-                retrying(&what, || async {
-                    api.patch(name, &merge(), &Patch::Merge(patch.clone()))
-                        .await
-                })
+                merge_patch(
+                    self.nodeclaims(),
+                    &format!("NodeClaim {name}"),
+                    name,
+                    &patch,
+                )
                 .await
-                .map(drop)
-                .map_err(|e| api_error(&what, e))
             }
             ObjectRef::NodePool(name) => {
-                let what = format!("NodePool {name}");
                 let api: Api<NodePool> = Api::all(self.client.clone());
-                retrying(&what, || async {
-                    api.patch(name, &merge(), &Patch::Merge(patch.clone()))
-                        .await
-                })
-                .await
-                .map(drop)
-                .map_err(|e| api_error(&what, e))
+                merge_patch(api, &format!("NodePool {name}"), name, &patch).await
             }
             ObjectRef::Settings => {
                 let what = format!("ConfigMap {}/{}", self.namespace, super::SETTINGS);
@@ -292,6 +283,24 @@ impl Writer {
             ))),
         }
     }
+}
+
+/// A JSON merge patch, retried.
+async fn merge_patch<K>(
+    api: Api<K>,
+    what: &str,
+    name: &str,
+    patch: &Value,
+) -> Result<(), ClusterError>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    retrying(what, || async {
+        api.patch(name, &merge(), &Patch::Merge(patch)).await
+    })
+    .await
+    .map(drop)
+    .map_err(|e| api_error(what, e))
 }
 
 /// The eviction API answers 429 with cause `DisruptionBudget` when a PDB refuses.
