@@ -5,6 +5,8 @@ use chrono::TimeDelta;
 
 /// USD per hour, with enough digits to tell spot prices apart.
 pub fn per_hour(usd: f64) -> String {
+    // A total that sums to a rounding error below zero reads as zero, not "$-0.000/h".
+    let usd = if usd.abs() < 0.0005 { 0.0 } else { usd };
     if usd >= 100.0 {
         format!("${usd:.0}/h")
     } else if usd >= 10.0 {
@@ -119,6 +121,7 @@ mod tests {
         assert_eq!(bytes(512 * 1024 * 1024 * 1000), "512Mi");
         assert_eq!(bytes(16 * 1024 * 1024 * 1024 * 1000), "16Gi");
         assert_eq!(per_hour(0.192), "$0.192/h");
+        assert_eq!(per_hour(-1e-12), "$0.000/h");
         assert_eq!(per_month(1.0), "$730/mo");
         assert_eq!(clip("ip-10-0-0-1", 6), "ip-10…");
     }
