@@ -331,6 +331,23 @@ fn run_provisions_a_nodeclaim_and_a_node_for_a_pod_kubectl_created() {
     assert_eq!(run.terminate(), Some(0), "{}", run.stderr());
 }
 
+/// A headless controller on the peer with short lease timings, endpoints on any port.
+fn controller(kubeconfig: &str, extra: &[&str]) -> Proc {
+    let mut args = vec![
+        "controller",
+        "--kubeconfig",
+        kubeconfig,
+        "--namespace",
+        "default",
+        "--metrics-addr",
+        "127.0.0.1:0",
+        "--lease",
+        "3,2,0.5",
+    ];
+    args.extend(extra);
+    Proc::start(&args)
+}
+
 /// The identity of the replica that says it leads.
 fn leader_of(p: &Proc) -> Option<String> {
     p.stderr().lines().find_map(|l| {
@@ -355,19 +372,8 @@ fn two_controllers_elect_one_leader_and_the_other_takes_over_on_sigterm() {
     let kubeconfig = peer.kubeconfig_path().display().to_string();
     peer.kubectl(&["apply", "-f", "-"], NODEPOOL);
     peer.kubectl(&["create", "-f", "-"], &pending_pod("web-1"));
-    let args = [
-        "controller",
-        "--kubeconfig",
-        &kubeconfig,
-        "--namespace",
-        "default",
-        "--metrics-addr",
-        "127.0.0.1:0",
-        "--lease",
-        "3,2,0.5",
-    ];
-    let mut a = Proc::start(&args);
-    let mut b = Proc::start(&args);
+    let mut a = controller(&kubeconfig, &[]);
+    let mut b = controller(&kubeconfig, &[]);
     let (addr_a, addr_b) = (endpoints_of(&a), endpoints_of(&b));
     let first = eventually("a leader", || leader_of(&a).or_else(|| leader_of(&b)));
     let (leader, follower, leader_addr, follower_addr) = if leader_of(&a).is_some() {
@@ -585,19 +591,7 @@ fn two_attached_consoles_approve_reject_and_pause_through_the_controller() {
     );
     // Every decision waits for an operator; the Empty budget allows one node at a time,
     // so the two empty nodes make two decisions.
-    let mut controller = Proc::start(&[
-        "controller",
-        "--kubeconfig",
-        &kubeconfig,
-        "--namespace",
-        "default",
-        "--metrics-addr",
-        "127.0.0.1:0",
-        "--lease",
-        "3,2,0.5",
-        "--approve",
-        "manual",
-    ]);
+    let mut controller = controller(&kubeconfig, &["--approve", "manual"]);
     let records = eventually("both decisions recorded on their NodeClaims", || {
         let r = recorded(&peer);
         (r.len() == 2 && r[0].1 != r[1].1).then_some(r)
