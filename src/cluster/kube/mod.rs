@@ -31,7 +31,7 @@ use crate::api::nodepool::NodePool;
 use crate::cluster::{Change, Cluster, ClusterError, Notice, Object, ObjectRef, Write};
 use crate::engine::catalog::CapacityType;
 use crate::engine::pod::PodKey;
-use watch::{Feed, typed};
+use watch::Feed;
 use writes::Writer;
 
 /// The cluster-wide console object: a ConfigMap of this name in the controller's
@@ -139,97 +139,53 @@ impl KubeCluster {
             synced: Arc::new(AtomicUsize::new(0)),
         };
         let client = conn.client.clone();
-        let mut tasks = Vec::new();
         let f = || feed.clone();
-        tasks.push(watch::spawn(
-            watch::api_of::<NodePool>(client.clone()),
-            "NodePool",
-            Box::new(|o| {
-                let np: NodePool = typed("NodePool", o)?;
-                convert::nodepool(np)
-                    .map(|p| Object::NodePool(Box::new(p)))
-                    .map_err(|e| e.to_string())
-            }),
-            |o| ObjectRef::NodePool(o.metadata.name.clone().unwrap_or_default()),
-            f(),
-        ));
         let book = prices.clone();
-        tasks.push(watch::spawn(
-            watch::api_of::<NodeClaim>(client.clone()),
-            "NodeClaim",
-            Box::new(move |o| {
-                let nc: NodeClaim = typed("NodeClaim", o)?;
-                let price = |t: &str, z: &str, c: CapacityType| book(t, z, c);
-                convert::nodeclaim(&nc, &price)
-                    .map(|c| Object::NodeClaim(Box::new(c)))
-                    .map_err(|e| e.to_string())
-            }),
-            |o| ObjectRef::NodeClaim(o.metadata.name.clone().unwrap_or_default()),
-            f(),
-        ));
-        tasks.push(watch::spawn(
-            watch::api_of::<Node>(client.clone()),
-            "Node",
-            Box::new(|o| {
-                let n: Node = typed("Node", o)?;
-                convert::node(&n)
-                    .map(|n| Object::Node(Box::new(n)))
-                    .map_err(|e| e.to_string())
-            }),
-            |o| ObjectRef::Node(o.metadata.name.clone().unwrap_or_default()),
-            f(),
-        ));
-        tasks.push(watch::spawn(
-            watch::api_of::<Pod>(client.clone()),
-            "Pod",
-            Box::new(|o| {
-                let p: Pod = typed("Pod", o)?;
-                convert::pod(&p)
-                    .map(|p| Object::Pod(Box::new(p)))
-                    .map_err(|e| e.to_string())
-            }),
-            |o| {
-                ObjectRef::Pod(PodKey {
-                    namespace: o.metadata.namespace.clone().unwrap_or_default(),
-                    name: o.metadata.name.clone().unwrap_or_default(),
-                })
-            },
-            f(),
-        ));
-        tasks.push(watch::spawn(
-            watch::api_of::<PodDisruptionBudget>(client.clone()),
-            "PodDisruptionBudget",
-            Box::new(|o| {
-                let p: PodDisruptionBudget = typed("PodDisruptionBudget", o)?;
-                convert::pdb(&p)
-                    .map(|p| Object::Pdb(Box::new(p)))
-                    .map_err(|e| e.to_string())
-            }),
-            |o| {
-                ObjectRef::Pdb(
-                    o.metadata.namespace.clone().unwrap_or_default(),
-                    o.metadata.name.clone().unwrap_or_default(),
-                )
-            },
-            f(),
-        ));
-        tasks.push(watch::spawn(
-            watch::api_of::<DaemonSet>(client.clone()),
-            "DaemonSet",
-            Box::new(|o| {
-                let d: DaemonSet = typed("DaemonSet", o)?;
-                convert::daemonset(&d)
-                    .map(|d| Object::DaemonSet(Box::new(d)))
-                    .map_err(|e| e.to_string())
-            }),
-            |o| {
-                ObjectRef::DaemonSet(
-                    o.metadata.namespace.clone().unwrap_or_default(),
-                    o.metadata.name.clone().unwrap_or_default(),
-                )
-            },
-            f(),
-        ));
+        let price = move |t: &str, z: &str, c: CapacityType| book(t, z, c);
+        let mut tasks = vec![
+            watch::spawn_kind::<NodePool>(
+                client.clone(),
+                "NodePool",
+                |np| convert::nodepool(np).map(|p| Object::NodePool(Box::new(p))),
+                |_, name| ObjectRef::NodePool(name),
+                f(),
+            ),
+            watch::spawn_kind::<NodeClaim>(
+                client.clone(),
+                "NodeClaim",
+                move |nc| convert::nodeclaim(&nc, &price).map(|c| Object::NodeClaim(Box::new(c))),
+                |_, name| ObjectRef::NodeClaim(name),
+                f(),
+            ),
+            watch::spawn_kind::<Node>(
+                client.clone(),
+                "Node",
+                |n| convert::node(&n).map(|n| Object::Node(Box::new(n))),
+                |_, name| ObjectRef::Node(name),
+                f(),
+            ),
+            watch::spawn_kind::<Pod>(
+                client.clone(),
+                "Pod",
+                |p| convert::pod(&p).map(|p| Object::Pod(Box::new(p))),
+                |namespace, name| ObjectRef::Pod(PodKey { namespace, name }),
+                f(),
+            ),
+            watch::spawn_kind::<PodDisruptionBudget>(
+                client.clone(),
+                "PodDisruptionBudget",
+                |p| convert::pdb(&p).map(|p| Object::Pdb(Box::new(p))),
+                ObjectRef::Pdb,
+                f(),
+            ),
+            watch::spawn_kind::<DaemonSet>(
+                client.clone(),
+                "DaemonSet",
+                |d| convert::daemonset(&d).map(|d| Object::DaemonSet(Box::new(d))),
+                ObjectRef::DaemonSet,
+                f(),
+            ),
+        ];
         let settings: Api<DynamicObject> = Api::namespaced_with(
             client.clone(),
             &conn.namespace,
@@ -248,7 +204,7 @@ impl KubeCluster {
                         .collect(),
                 ))
             }),
-            |_| ObjectRef::Settings,
+            |_, _| ObjectRef::Settings,
             f(),
         ));
         let kinds = tasks.len();

@@ -23,12 +23,13 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use tokio::sync::{Notify, mpsc};
 
+use super::convert::{self, Malformed};
 use crate::cluster::{Change, Object, ObjectRef};
 
 /// Converts one object of a kind; the error names the object and the field.
 pub type Convert = Box<dyn Fn(DynamicObject) -> Result<Object, String> + Send + Sync>;
-/// The reference a deletion of this object names.
-pub type Reference = fn(&DynamicObject) -> ObjectRef;
+/// The reference a deletion of an object names, from its namespace and name.
+pub type Reference = fn(String, String) -> ObjectRef;
 
 /// Where the watches deliver, and how the loop learns that something arrived.
 #[derive(Clone)]
@@ -103,7 +104,7 @@ pub fn spawn_with(
             match event {
                 Event::Init => relisting = Some(HashSet::new()),
                 Event::InitApply(o) | Event::Apply(o) => {
-                    let r = reference(&o);
+                    let r = reference_of(reference, &o);
                     if let Some(seen) = relisting.as_mut() {
                         seen.insert(r.clone());
                     }
@@ -117,7 +118,7 @@ pub fn spawn_with(
                     }
                 }
                 Event::Delete(o) => {
-                    let r = reference(&o);
+                    let r = reference_of(reference, &o);
                     known.remove(&r);
                     feed.send(Change::Deleted(r));
                 }
@@ -139,40 +140,31 @@ pub fn spawn_with(
     })
 }
 
-/// The untyped API of a typed kind, cluster-wide (every namespace for namespaced kinds).
-pub fn api_of<K>(client: kube::Client) -> Api<DynamicObject>
-where
-    K: kube::Resource<DynamicType = ()>,
-{
-    Api::all_with(client, &ApiResource::erase::<K>(&()))
+fn reference_of(reference: Reference, o: &DynamicObject) -> ObjectRef {
+    reference(
+        o.metadata.namespace.clone().unwrap_or_default(),
+        o.metadata.name.clone().unwrap_or_default(),
+    )
 }
 
-/// Reads an untyped object as its typed kind, naming the field that did not fit.
-pub fn typed<K>(kind: &str, o: DynamicObject) -> Result<K, String>
+/// Watches every object of kind `K`, cluster-wide (every namespace for namespaced kinds):
+/// each object is decoded as `K` on its own ([`convert::decode`] names the field that
+/// does not fit) and handed to `to_object`.
+pub fn spawn_kind<K>(
+    client: kube::Client,
+    kind: &'static str,
+    to_object: impl Fn(K) -> Result<Object, Malformed> + Send + Sync + 'static,
+    reference: Reference,
+    feed: Feed,
+) -> tokio::task::JoinHandle<()>
 where
-    K: serde::de::DeserializeOwned,
+    K: kube::Resource<DynamicType = ()> + serde::de::DeserializeOwned,
 {
-    let name = describe(&o);
-    let value = serde_json::to_value(o).map_err(|e| format!("{kind} {name}: {e}"))?;
-    serde_path_to_error::deserialize(value).map_err(|e| {
-        let path = e.path().to_string();
-        if path == "." {
-            format!("{kind} {name}: {}", e.inner())
-        } else {
-            format!("{kind} {name}: {path}: {}", e.inner())
-        }
-    })
-}
-
-/// `namespace/name` or `name`.
-pub fn describe(o: &DynamicObject) -> String {
-    let name = o
-        .metadata
-        .name
-        .clone()
-        .unwrap_or_else(|| "(unnamed)".into());
-    match &o.metadata.namespace {
-        Some(ns) => format!("{ns}/{name}"),
-        None => name,
-    }
+    let api = Api::all_with(client, &ApiResource::erase::<K>(&()));
+    let convert: Convert = Box::new(move |o| {
+        let value = serde_json::to_value(o).map_err(|e| format!("{kind}: {e}"))?;
+        let object: K = convert::decode(kind, value).map_err(|e| e.to_string())?;
+        to_object(object).map_err(|e| e.to_string())
+    });
+    spawn(api, kind, convert, reference, feed)
 }
