@@ -211,4 +211,10 @@ pub trait Cluster {
 
     /// Publishes a notice; best effort, never blocks the loop. The default drops it.
     fn notify(&mut self, _notice: Notice) {}
+
+    /// False when [`Cluster::notify`] drops everything: the controller then does not
+    /// compose notices at all (the simulation emits events on its hot path).
+    fn takes_notices(&self) -> bool {
+        false
+    }
 }

@@ -329,4 +329,8 @@ impl Cluster for KubeCluster {
     fn notify(&mut self, notice: Notice) {
         let _ = self.notices.send(notice);
     }
+
+    fn takes_notices(&self) -> bool {
+        true
+    }
 }

@@ -12,10 +12,19 @@ use crate::control::events::EventKind;
 use crate::control::journal::{Action, Entry};
 
 impl<C: Cluster, P: CloudProvider> Controller<C, P> {
-    fn notice(&mut self, regarding: ObjectRef, reason: &'static str, note: String, warning: bool) {
-        if self.observe {
-            return;
-        }
+    /// Whether notices go anywhere: not from an observing controller, and not to a cluster
+    /// that drops them.
+    pub(super) fn noticing(&self) -> bool {
+        !self.observe && self.cluster.takes_notices()
+    }
+
+    pub(super) fn notice(
+        &mut self,
+        regarding: ObjectRef,
+        reason: &'static str,
+        note: String,
+        warning: bool,
+    ) {
         self.cluster.notify(Notice {
             regarding,
             reason,
@@ -36,6 +45,9 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
 
     /// Events of the control loop that upstream Karpenter also reports.
     pub(super) fn notice_for_event(&mut self, kind: &EventKind) {
+        if !self.noticing() {
+            return;
+        }
         match kind {
             EventKind::PodNominated { pod, node } => {
                 let target = if self.nodeclaims.contains_key(node) {
@@ -83,6 +95,9 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
 
     /// Decisions' fates and operator actions, with their actor.
     pub(super) fn notice_for_entry(&mut self, e: &Entry) {
+        if !self.noticing() {
+            return;
+        }
         let id = e.decision.unwrap_or(0);
         let per_node: Option<(&'static str, String)> = match e.action {
             Action::Approved => Some((

@@ -22,7 +22,7 @@ use chrono::{DateTime, Utc};
 use super::Controller;
 use crate::api::protocol as keys;
 use crate::cloud::CloudProvider;
-use crate::cluster::{Cluster, Notice, ObjectRef, Write};
+use crate::cluster::{Cluster, ObjectRef, Write};
 use crate::control::approvals::{Decision, Policy, Scope};
 use crate::engine::disruption::Reason;
 
@@ -230,12 +230,12 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             if let Err(e) = result {
                 let note = format!("{verb} of {value} by {actor} on {claim} refused: {e}");
                 self.error(note.clone());
-                self.cluster.notify(Notice {
-                    regarding: ObjectRef::NodeClaim(claim.clone()),
-                    reason: "DisruptionRequestRefused",
+                self.notice(
+                    ObjectRef::NodeClaim(claim.clone()),
+                    "DisruptionRequestRefused",
                     note,
-                    warning: true,
-                });
+                    true,
+                );
             }
             // The request is done either way: clear it so no one acts on it twice.
             let mut clear = BTreeMap::new();
@@ -282,15 +282,18 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
     /// a re-proposed decision its old id.
     pub(super) fn recorded_ids(&self) -> HashMap<BTreeSet<String>, u64> {
         let mut by_id: BTreeMap<u64, BTreeSet<String>> = BTreeMap::new();
-        let node_of: HashMap<&String, &String> =
-            self.claim_of_node.iter().map(|(n, c)| (c, n)).collect();
         for (name, claim) in &self.nodeclaims {
             if let Some(id) = claim
                 .annotations
                 .get(keys::DECISION)
                 .and_then(|v| v.parse::<u64>().ok())
             {
-                let node = node_of.get(name).map_or(name.clone(), |n| (*n).clone());
+                // The candidate's node name, as the engine's commands name it.
+                let node = self
+                    .node_pos
+                    .get(name)
+                    .and_then(|&i| self.state.nodes.get(i))
+                    .map_or_else(|| name.clone(), |n| n.name.clone());
                 by_id.entry(id).or_default().insert(node);
             }
         }
@@ -370,14 +373,14 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                     self.error(format!("recording decision #{id} on {claim}: {e}"));
                 }
             }
-            if fresh {
+            if fresh && self.noticing() {
                 for claim in claims {
-                    self.cluster.notify(Notice {
-                        regarding: ObjectRef::NodeClaim(claim.clone()),
-                        reason: "DisruptionAwaitingApproval",
-                        note: text.clone(),
-                        warning: false,
-                    });
+                    self.notice(
+                        ObjectRef::NodeClaim(claim.clone()),
+                        "DisruptionAwaitingApproval",
+                        text.clone(),
+                        false,
+                    );
                 }
             }
         }
