@@ -256,6 +256,14 @@ fn http_get(addr: &str, path: &str) -> (u16, String) {
     (status, body)
 }
 
+/// A fresh peer holding the NodePool `default`, and the path of its kubeconfig.
+fn peer_with_pool() -> (KubePeer, String) {
+    let peer = KubePeer::start();
+    let kubeconfig = peer.kubeconfig_path().display().to_string();
+    peer.kubectl(&["apply", "-f", "-"], NODEPOOL);
+    (peer, kubeconfig)
+}
+
 fn events(peer: &KubePeer, reason: &str) -> Vec<Value> {
     items(peer, &["get", "events.v1.events.k8s.io", "-A"])
         .into_iter()
@@ -265,9 +273,7 @@ fn events(peer: &KubePeer, reason: &str) -> Vec<Value> {
 
 #[test]
 fn run_provisions_a_nodeclaim_and_a_node_for_a_pod_kubectl_created() {
-    let peer = KubePeer::start();
-    let kubeconfig = peer.kubeconfig_path().display().to_string();
-    peer.kubectl(&["apply", "-f", "-"], NODEPOOL);
+    let (peer, kubeconfig) = peer_with_pool();
     peer.kubectl(&["create", "-f", "-"], &pending_pod("web-1"));
 
     // Not on a terminal: the controller without the console, events as JSON lines.
@@ -368,9 +374,7 @@ fn endpoints_of(p: &Proc) -> String {
 
 #[test]
 fn two_controllers_elect_one_leader_and_the_other_takes_over_on_sigterm() {
-    let peer = KubePeer::start();
-    let kubeconfig = peer.kubeconfig_path().display().to_string();
-    peer.kubectl(&["apply", "-f", "-"], NODEPOOL);
+    let (peer, kubeconfig) = peer_with_pool();
     peer.kubectl(&["create", "-f", "-"], &pending_pod("web-1"));
     let mut a = controller(&kubeconfig, &[]);
     let mut b = controller(&kubeconfig, &[]);
@@ -475,8 +479,7 @@ fn raw_budgets(peer: &KubePeer) -> String {
 
 #[test]
 fn attach_to_upstream_pauses_a_pool_and_restores_its_budgets_byte_for_byte() {
-    let peer = KubePeer::start();
-    peer.kubectl(&["apply", "-f", "-"], NODEPOOL);
+    let (peer, _) = peer_with_pool();
     let before = raw_budgets(&peer);
     assert!(before.contains("mon-fri"), "{before}");
 
@@ -533,8 +536,7 @@ fn attach_to_upstream_pauses_a_pool_and_restores_its_budgets_byte_for_byte() {
 
 #[test]
 fn read_only_attach_refuses_to_pause() {
-    let peer = KubePeer::start();
-    peer.kubectl(&["apply", "-f", "-"], NODEPOOL);
+    let (peer, _) = peer_with_pool();
     let before = raw_budgets(&peer);
     let dir = tempfile::tempdir().unwrap();
     let command = format!(
@@ -578,9 +580,7 @@ fn recorded(peer: &KubePeer) -> Vec<(String, String)> {
 
 #[test]
 fn two_attached_consoles_approve_reject_and_pause_through_the_controller() {
-    let peer = KubePeer::start();
-    let kubeconfig = peer.kubeconfig_path().display().to_string();
-    peer.kubectl(&["apply", "-f", "-"], NODEPOOL);
+    let (peer, kubeconfig) = peer_with_pool();
     peer.kubectl(
         &["create", "-f", "-"],
         &empty_node("default-aaaaa", "ip-10-0-0-1.kwok.internal"),
