@@ -238,21 +238,31 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                 );
             }
             // The request is done either way: clear it so no one acts on it twice.
-            let mut clear = BTreeMap::new();
-            for k in [key, keys::ACTOR, keys::REJECT_REASON] {
-                clear.insert(k.to_string(), None);
+            if self.nodeclaims.contains_key(&claim) {
+                let clear = [
+                    (key, None),
+                    (keys::ACTOR, None),
+                    (keys::REJECT_REASON, None),
+                ];
+                self.annotate_claim(&claim, &clear, "clearing the request")
+                    .await;
             }
-            if self.nodeclaims.contains_key(&claim)
-                && let Err(e) = self
-                    .cluster
-                    .write(Write::Annotate {
-                        target: ObjectRef::NodeClaim(claim.clone()),
-                        annotations: clear,
-                    })
-                    .await
-            {
-                self.error(format!("clearing the request on {claim}: {e}"));
-            }
+        }
+    }
+
+    /// Sets (`Some`) or removes annotations on a NodeClaim; a failure is reported as
+    /// `<doing> on <claim>: <error>`, and the next round tries again.
+    async fn annotate_claim(&mut self, claim: &str, set: &[(&str, Option<&str>)], doing: &str) {
+        let annotations = set
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.map(str::to_string)))
+            .collect();
+        let write = Write::Annotate {
+            target: ObjectRef::NodeClaim(claim.to_string()),
+            annotations,
+        };
+        if let Err(e) = self.cluster.write(write).await {
+            self.error(format!("{doing} on {claim}: {e}"));
         }
     }
 
@@ -334,19 +344,9 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             }
         }
         for name in stale {
-            let mut clear = BTreeMap::new();
-            clear.insert(keys::DECISION.to_string(), None);
-            clear.insert(keys::DECISION_SUMMARY.to_string(), None);
-            if let Err(e) = self
-                .cluster
-                .write(Write::Annotate {
-                    target: ObjectRef::NodeClaim(name.clone()),
-                    annotations: clear,
-                })
-                .await
-            {
-                self.error(format!("clearing the decision record on {name}: {e}"));
-            }
+            let clear = [(keys::DECISION, None), (keys::DECISION_SUMMARY, None)];
+            self.annotate_claim(&name, &clear, "clearing the decision record")
+                .await;
         }
         for (id, (claims, text)) in &awaiting {
             let fresh = self.protocol.recorded.get(id) != Some(claims);
@@ -359,19 +359,13 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                 if has {
                     continue;
                 }
-                let mut set = BTreeMap::new();
-                set.insert(keys::DECISION.to_string(), Some(id.to_string()));
-                set.insert(keys::DECISION_SUMMARY.to_string(), Some(text.clone()));
-                if let Err(e) = self
-                    .cluster
-                    .write(Write::Annotate {
-                        target: ObjectRef::NodeClaim(claim.clone()),
-                        annotations: set,
-                    })
-                    .await
-                {
-                    self.error(format!("recording decision #{id} on {claim}: {e}"));
-                }
+                let id_text = id.to_string();
+                let set = [
+                    (keys::DECISION, Some(id_text.as_str())),
+                    (keys::DECISION_SUMMARY, Some(text.as_str())),
+                ];
+                self.annotate_claim(claim, &set, &format!("recording decision #{id}"))
+                    .await;
             }
             if fresh && self.noticing() {
                 for claim in claims {
