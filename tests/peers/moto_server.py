@@ -1,0 +1,1028 @@
+"""An EC2 + SSM + IAM peer for the AWS provider's tests: moto 5.2.5 plus a small adapter.
+
+Usage: python moto_server.py PORT   (0 = any free port; prints "listening on PORT")
+
+moto (https://pypi.org/project/moto/, `moto[server,ec2,ssm,iam]==5.2.5`) emulates the AWS
+APIs in memory. Its werkzeug app is served here on 127.0.0.1 behind a WSGI layer that adds
+the test controls (under /_peer/); a few of its EC2 handlers are replaced on
+`moto.ec2.responses.EC2Response`. The account is moto's default, 123456789012; any
+credentials are accepted (the tests use AWS_ACCESS_KEY_ID=AWS_SECRET_ACCESS_KEY=testing).
+Each request's service and region come from the SigV4 credential scope
+(`.../us-east-1/ec2/aws4_request`); its action from the `Action` form field (EC2, IAM) or
+the `X-Amz-Target` header (SSM, `AmazonSSM.GetParameter`).
+
+Gaps named in the plan, and how each is filled:
+ 1. The EKS-optimized AMIs and their SSM parameters are absent (moto's /aws/service tree
+    has only Amazon Linux and ECS images, and PutParameter refuses /aws/ names). In
+    us-east-1 at start, and in any other region on its first EC2 or SSM request (or
+    control naming it), four Kubernetes 1.33 AL2023 images of release v20241115 are
+    registered straight into moto's EC2 backend: OwnerId 602401143452, ImageOwnerAlias
+    "amazon", public, State available, CreationDate 2024-11-15T00:00:00.000Z, hvm/ebs,
+    root /dev/xvda:
+        amazon-eks-node-al2023-x86_64-standard-1.33-v20241115  ami-70f878bdab4487796
+        amazon-eks-node-al2023-arm64-standard-1.33-v20241115   ami-1593005047fe15fa3
+        amazon-eks-node-al2023-x86_64-nvidia-1.33-v20241115    ami-af9fa7ce5951e33c8
+        amazon-eks-node-al2023-x86_64-neuron-1.33-v20241115    ami-403f5e1f74aa8ccd2
+    Ids are deterministic: "ami-" and the first 17 hex digits of sha256(NAME), the same in
+    every region and run (a name registered again in a region takes sha256("NAME#2"),
+    ...). For each (arch, variant) the SSM parameters upstream Karpenter's AL2023 alias
+    resolution reads are written straight into moto's SSM store (String, DataType text),
+    with the image id as value:
+        /aws/service/eks/optimized-ami/1.33/amazon-linux-2023/ARCH/VARIANT/recommended/image_id
+        /aws/service/eks/optimized-ami/1.33/amazon-linux-2023/ARCH/VARIANT/NAME/image_id
+    (ARCH/VARIANT: x86_64/standard, arm64/standard, x86_64/nvidia, x86_64/neuron). The
+    normal GetParameter(s) answer them; a name not seeded is ParameterNotFound.
+ 2. CreateFleet (moto's) launches the cheapest launch spec, by SpotPrice, which is the
+    first override when none has a price, and never reports per-override errors. For
+    Type=instant it is replaced (maintain/request fleets keep moto's): every
+    LaunchTemplateConfig's Overrides (none = one empty override) are walked in the
+    order given, sorted by Priority ascending (stable; unprioritised last) when any has
+    one. An override's instance type is its InstanceType (else the template's), its
+    zone its AvailabilityZone (else the subnet's), its subnet its SubnetId (else the
+    zone's default subnet). The capacity type is spot when
+    TargetCapacitySpecification.DefaultTargetCapacityType is spot (or, without it,
+    when SpotTargetCapacity > 0), else on-demand. An override whose (instance type,
+    zone) is in the injected ICE set (a pair with capacity_type null matches both
+    capacity types) is skipped and reported in errorSet: launchTemplateAndOverrides
+    (launchTemplateSpecification {launchTemplateId, version (a number: $Latest and
+    $Default resolved)}, overrides {instanceType, subnetId, availabilityZone, imageId
+    and priority when sent}), lifecycle (spot / on-demand), errorCode
+    InsufficientInstanceCapacity and errorMessage "We currently do not have sufficient
+    TYPE capacity in the Availability Zone you requested (ZONE). ...". The first other
+    override launches TotalTargetCapacity instances (overrides after it are not
+    tried, not reported) through moto's RunInstances with the template version's data:
+    ImageId (the override's ImageId wins), SecurityGroupIds, UserData, MetadataOptions,
+    IamInstanceProfile (associated as RunInstances does), BlockDeviceMappings, KeyName,
+    the template's instance tags, in that subnet and zone. The instances carry the
+    fleet's TagSpecifications of ResourceType instance, and aws:ec2:fleet-id,
+    aws:ec2launchtemplate:id and aws:ec2launchtemplate:version as on EC2; volume tag
+    specifications tag their volumes; spot instances show InstanceLifecycle spot in
+    DescribeInstances (on-demand ones have none). A template naming an instance
+    profile that does not exist puts, as EC2 does, an InvalidParameterValue ("Value
+    (NAME) for parameter iamInstanceProfile.name is invalid. Invalid IAM Instance
+    Profile name") in errorSet for that override, and the next one is tried. The answer
+    is CreateFleet's XML: fleetId, errorSet, fleetInstanceSet (items:
+    launchTemplateAndOverrides, lifecycle, instanceIds, instanceType); when every
+    override is ICE it has no instances and lists every error, with HTTP 200. The fleet
+    is registered with moto too (DescribeFleets, DescribeFleetInstances and
+    DeleteFleets know it), and each request is recorded for GET /_peer/fleets (12).
+ 3. DescribeSpotPriceHistory answers a placeholder (every offering at 0.00001, dated
+    2006, description "Linux/UNIX (Amazon VPC)"), and its product-description filter
+    matches nothing. It is replaced: one record per instance type and zone of
+    ../../data/catalog/us-east-1.json's `spot` maps (SpotPrice the catalog's price with
+    6 decimals, Timestamp now, whole seconds); other regions have none. Narrowed by
+    InstanceTypes, AvailabilityZone, and the filters instance-type, availability-zone
+    and product-description (exact values). ProductDescription is "Linux/UNIX"; when
+    ProductDescriptions or the product-description filter name "Linux/UNIX (Amazon
+    VPC)", records with that description are answered too (both when both are named).
+    StartTime/EndTime are ignored. Sorted by instance type then zone; MaxResults (default
+    and cap 1000) and NextToken (an offset) page it; the last page has no NextToken.
+
+Found beyond those (moto 5.2.5), and how each is handled:
+ 4. DescribeInstanceTypes ignores MaxResults and NextToken (all 1395 types in one
+    answer). It pages now: MaxResults 5-100 (default 100, outside the range
+    InvalidParameterValue), NextToken an offset, none on the last page. The
+    filters are moto's (the processor-info.*, vcpu-info.*, memory-info.*, ...,
+    supported-* attribute paths, with * and ? wildcards; an unknown filter is
+    InvalidParameterValue).
+ 5. DescribeInstanceTypeOfferings ignores MaxResults/NextToken, treats filter values
+    literally (instance-type m5.* matched nothing) and silently matches nothing for an
+    unknown filter. Replaced: filters location and instance-type with * and ?
+    wildcards, any other filter InvalidParameterValue ("The filter 'NAME' is invalid");
+    MaxResults 5-1000 (default 1000), NextToken an offset. LocationType region (the
+    default), availability-zone or availability-zone-id, from moto's data.
+ 6. TerminateInstances of an instance already terminated answered CurrentState
+    shutting-down; EC2 answers terminated (48), with PreviousState terminated. The first
+    termination answers shutting-down (32), and DescribeInstances shows it terminated at
+    once (moto keeps terminated instances listed, as EC2 does for about an hour). An
+    unknown id is InvalidInstanceID.NotFound for the whole request (moto's, as EC2).
+ 7. CreateLaunchTemplate copies the request's launch-template TagSpecifications into the
+    template data, so DescribeLaunchTemplateVersions showed a ResourceType
+    launch-template entry in LaunchTemplateData.TagSpecifications (EC2 keeps them on the
+    template only). The data now holds the TagSpecifications as sent in
+    LaunchTemplateData, and no UserData key when none was sent. Everything else in
+    LaunchTemplateData (MetadataOptions, UserData base64, BlockDeviceMappings,
+    SecurityGroupIds, ImageId, IamInstanceProfile) comes back as sent.
+ 8. CreateTags on an instance id that does not exist succeeded; now it is
+    InvalidInstanceID.NotFound ("The instance ID 'ID' does not exist"), as EC2.
+ 9. DeleteLaunchTemplate of an unknown name answered MissingParameter, of an unknown id
+    InvalidLaunchTemplateName.NotFoundException; now, as EC2,
+    InvalidLaunchTemplateName.NotFoundException ("The specified launch template, with
+    template name NAME, does not exist.") and InvalidLaunchTemplateId.NotFound ("...,
+    with template ID ID, does not exist.").
+Checked and left as moto has them: DescribeSubnets and DescribeSecurityGroups filter
+`tag:KEY` (wildcards in values too), `tag-key`, vpc-id, group-name, availability-zone;
+DescribeImages takes ImageIds (an unknown one is InvalidAMIID.NotFound), Owners (ids,
+"self", "amazon" = the alias), and filters name, tag:KEY, architecture, state with
+wildcards; DescribeLaunchTemplates takes LaunchTemplateNames (an unknown name is
+InvalidLaunchTemplateName.NotFoundException) and tag filters; DescribeInstances filters
+tag:KEY, tag-key, instance-state-name, instance-id and pages by reservation (MaxResults
+default 100); instances carry LaunchTime, ImageId, SubnetId, SecurityGroups,
+InstanceType, Placement.AvailabilityZone, PrivateIpAddress and PrivateDnsName
+`ip-10-0-1-4.ec2.internal` (ip-A-B-C-D.ec2.internal in us-east-1,
+ip-A-B-C-D.REGION.compute.internal elsewhere; the first address of a subnet is its .4),
+IamInstanceProfile {Arn, Id}, MetadataOptions, BlockDeviceMappings, Tags; the default
+VPC has a default subnet per zone (us-east-1a..f, 172.31.0.0/16). IAM CreateRole,
+CreateInstanceProfile (Path, Tags), GetInstanceProfile (Roles, Tags; unknown:
+NoSuchEntity, HTTP 404), AddRoleToInstanceProfile (a second role: LimitExceeded),
+TagInstanceProfile, RemoveRoleFromInstanceProfile, DeleteInstanceProfile work as in IAM.
+
+Test controls, plain HTTP on the same port, JSON in and out (errors: {"error": "..."}
+with 400, unknown controls 404). Control requests are neither logged nor throttled. A
+body may name "region" (default us-east-1) for ssm and ami.
+10. ICE. `POST /_peer/ice` {"pairs": [{"instance_type": "m5.large", "zone":
+    "us-east-1a", "capacity_type": "on-demand" | "spot" | null}]} replaces the set and
+    answers it as {"pairs": [...]}; `GET /_peer/ice` answers it; `DELETE /_peer/ice`
+    empties it. CreateFleet (2) reads it.
+11. Throttling. `POST /_peer/throttle` {"action": "DescribeInstanceTypes", "count": 2}
+    sets how many of the next calls of that action (of any service) are refused
+    without reaching moto: EC2 with HTTP 503 and <Response><Errors><Error><Code>
+    RequestLimitExceeded</Code><Message>Request limit exceeded.</Message></Error>
+    </Errors><RequestID>UUID</RequestID></Response>; SSM with HTTP 400
+    {"__type": "ThrottlingException", "message": "Rate exceeded"}
+    (application/x-amz-json-1.1); IAM with HTTP 400 <ErrorResponse><Error><Type>Sender
+    </Type><Code>Throttling</Code><Message>Rate exceeded</Message></Error>...
+    Answers {"throttles": {ACTION: LEFT, ...}}, as do `GET /_peer/throttle` and
+    `DELETE /_peer/throttle` (which forgets them all).
+12. Request log. Every AWS request is recorded as {"service": "ec2" | "ssm" | "iam",
+    "action": "CreateFleet", "throttled": false}, the last 5000 kept. `GET
+    /_peer/requests` answers the list, oldest first; `DELETE /_peer/requests` empties it
+    and answers {"cleared": N}. `GET /_peer/fleets` answers every instant CreateFleet
+    so far, oldest first: {"fleet_id", "type", "capacity_type", "total_target_capacity",
+    "spot_allocation_strategy" (SpotOptions.AllocationStrategy or null),
+    "on_demand_allocation_strategy" (OnDemandOptions.AllocationStrategy or null),
+    "overrides": [{"launch_template_id", "version", "instance_type", "subnet_id",
+    "availability_zone", "image_id", "priority"}, ...] in the order sent (before any
+    Priority sort), "errors": [{"instance_type", "availability_zone", "error_code"}],
+    "instance_ids": [...], "tags": {RESOURCE_TYPE: {KEY: VALUE}}}; `DELETE
+    /_peer/fleets` empties it.
+13. New AMI releases. `POST /_peer/ssm` {"name": "/aws/service/...", "value": "ami-..."}
+    sets or overwrites any parameter (a new version, String) and answers {"name",
+    "value", "version"}. `POST /_peer/ami` {"name": "...", "architecture": "x86_64"
+    (default), "creation_date": "2024-12-01T00:00:00.000Z" (default now), "tags":
+    {KEY: VALUE} (optional), "owner": "602401143452" (default; that owner gets the alias
+    "amazon" and is public)} registers an available image with the deterministic id of
+    (1) and answers {"image_id": "ami-..."}.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import io
+import json
+import os
+import re
+import sys
+import threading
+import urllib.parse
+import uuid
+
+from moto.core import DEFAULT_ACCOUNT_ID
+from moto.core.responses import ActionResult
+from moto.ec2.exceptions import EC2ClientError, InvalidInstanceIdError
+from moto.ec2.models import ec2_backends
+from moto.ec2.models.amis import Ami
+from moto.ec2.models.fleets import Fleet
+from moto.ec2.models.instance_types import INSTANCE_TYPE_OFFERINGS
+from moto.ec2.responses import EC2Response
+from moto.ec2.utils import filter_iam_instance_profiles, random_fleet_id
+from moto.iam.exceptions import NotFoundException as IAMNotFound
+from moto.moto_server.werkzeug_app import (
+    DomainDispatcherApplication,
+    MotoRequestHandler,
+    create_backend_app,
+)
+from moto.ssm.models import Parameter, ssm_backends
+from werkzeug.serving import make_server
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CATALOG = os.path.join(HERE, "..", "..", "data", "catalog", "us-east-1.json")
+CATALOG_REGION = "us-east-1"
+
+ACCOUNT = DEFAULT_ACCOUNT_ID
+EKS_OWNER = "602401143452"
+K8S_VERSION = "1.33"
+AMI_RELEASE = "v20241115"
+AMI_CREATION_DATE = "2024-11-15T00:00:00.000Z"
+# (arch, variant) of the seeded EKS-optimized AL2023 images.
+AL2023_VARIANTS = [
+    ("x86_64", "standard"),
+    ("arm64", "standard"),
+    ("x86_64", "nvidia"),
+    ("x86_64", "neuron"),
+]
+
+LOCK = threading.RLock()
+
+
+# --- shared state of the test controls -------------------------------------------------
+
+
+class State:
+    def __init__(self) -> None:
+        self.ice: list[dict] = []
+        self.throttles: dict[str, int] = {}
+        self.requests: list[dict] = []
+        self.fleets: list[dict] = []
+        self.seeded: set[str] = set()
+        self.ami_ids: set[tuple[str, str]] = set()
+
+
+STATE = State()
+
+
+def now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC)
+
+
+def deterministic_ami_id(region: str, name: str) -> str:
+    """ "ami-" and the first 17 hex digits of sha256(name): the same name gives the same id
+    in every run and every region; a name registered again in a region gets the digits
+    of sha256("NAME#2"), then "NAME#3", ..."""
+    n = 1
+    while True:
+        key = name if n == 1 else f"{name}#{n}"
+        ami_id = "ami-" + hashlib.sha256(key.encode()).hexdigest()[:17]
+        if (region, ami_id) not in STATE.ami_ids:
+            return ami_id
+        n += 1
+
+
+def parse_time(text: str | None) -> datetime.datetime:
+    if not text:
+        return now()
+    return datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def register_ami(
+    region: str,
+    name: str,
+    architecture: str,
+    creation_date: str | None,
+    tags: dict | None = None,
+    owner: str | None = EKS_OWNER,
+) -> str:
+    backend = ec2_backends[ACCOUNT][region]
+    owner = owner or EKS_OWNER
+    with LOCK:
+        ami_id = deterministic_ami_id(region, name)
+        STATE.ami_ids.add((region, ami_id))
+        ami = Ami(
+            backend,
+            ami_id,
+            name=name,
+            description=f"EKS-optimized image {name}",
+            owner_id=owner,
+            owner_alias="amazon" if owner == EKS_OWNER else None,
+            public=owner == EKS_OWNER,
+            virtualization_type="hvm",
+            architecture=architecture,
+            state="available",
+            creation_date=parse_time(creation_date),
+            image_location=f"amazon/{name}",
+            hypervisor="xen",
+            root_device_type="ebs",
+            root_device_name="/dev/xvda",
+            sriov="simple",
+            region_name=region + "a",
+            boot_mode="uefi-preferred",
+            tags=tags or None,
+        )
+        backend.amis[ami_id] = ami
+    return ami_id
+
+
+def set_ssm(region: str, name: str, value: str) -> int:
+    """Writes a parameter straight into moto's store (PutParameter refuses /aws/ names)."""
+    backend = ssm_backends[ACCOUNT][region]
+    with LOCK:
+        versions = backend._parameters[name]
+        version = versions[-1].version + 1 if versions else 1
+        versions.append(
+            Parameter(
+                account_id=ACCOUNT,
+                name=name,
+                value=value,
+                parameter_type="String",
+                description=None,
+                allowed_pattern=None,
+                keyid=None,
+                last_modified_date=now(),
+                version=version,
+                data_type="text",
+                tier="Standard",
+            )
+        )
+    return version
+
+
+def al2023_param(arch: str, variant: str, leaf: str = "recommended") -> str:
+    return (
+        f"/aws/service/eks/optimized-ami/{K8S_VERSION}/amazon-linux-2023/"
+        f"{arch}/{variant}/{leaf}/image_id"
+    )
+
+
+def seed_region(region: str) -> None:
+    with LOCK:
+        if region in STATE.seeded:
+            return
+        STATE.seeded.add(region)
+        for arch, variant in AL2023_VARIANTS:
+            name = f"amazon-eks-node-al2023-{arch}-{variant}-{K8S_VERSION}-{AMI_RELEASE}"
+            ami_id = register_ami(region, name, arch, AMI_CREATION_DATE)
+            set_ssm(region, al2023_param(arch, variant), ami_id)
+            set_ssm(region, al2023_param(arch, variant, name), ami_id)
+
+
+# --- the catalog's spot prices ---------------------------------------------------------
+
+
+def load_spot_prices() -> list[tuple[str, str, float]]:
+    with open(CATALOG, encoding="utf-8") as f:
+        catalog = json.load(f)
+    rows = []
+    for it in catalog["instance_types"]:
+        for zone, price in sorted((it.get("spot") or {}).items()):
+            rows.append((it["name"], zone, price))
+    rows.sort()
+    return rows
+
+
+SPOT_PRICES = load_spot_prices()
+SPOT_DESCRIPTIONS = ["Linux/UNIX", "Linux/UNIX (Amazon VPC)"]
+
+
+def describe_spot_price_history(self) -> ActionResult:
+    types = set(self._get_param("InstanceTypes", []) or [])
+    zone = self._get_param("AvailabilityZone")
+    descriptions = list(self._get_param("ProductDescriptions", []) or [])
+    filters = self._filters_from_querystring()
+    type_values = set(filters.get("instance-type", []))
+    zone_values = set(filters.get("availability-zone", []))
+    description_values = filters.get("product-description", [])
+    wanted = [
+        d
+        for d in SPOT_DESCRIPTIONS
+        if (not descriptions or d in descriptions)
+        and (not description_values or d in description_values)
+    ]
+    if not descriptions and not description_values:
+        wanted = ["Linux/UNIX"]
+    stamp = now().replace(microsecond=0)
+    rows = []
+    for itype, z, price in SPOT_PRICES if self.region == CATALOG_REGION else []:
+        if types and itype not in types:
+            continue
+        if type_values and itype not in type_values:
+            continue
+        if zone and z != zone:
+            continue
+        if zone_values and z not in zone_values:
+            continue
+        for d in wanted:
+            rows.append(
+                {
+                    "InstanceType": itype,
+                    "ProductDescription": d,
+                    "SpotPrice": f"{price:.6f}",
+                    "AvailabilityZone": z,
+                    "Timestamp": stamp,
+                }
+            )
+    start, size = page_bounds(self, "DescribeSpotPriceHistory", 1, 10000, 1000)
+    return ActionResult(paged(rows, start, min(size, 1000), "SpotPriceHistory"))
+
+
+# --- CreateFleet (instant) -------------------------------------------------------------
+
+ORIGINAL_CREATE_FLEET = EC2Response.create_fleet
+
+
+def is_ice(instance_type: str, zone: str, capacity_type: str) -> bool:
+    with LOCK:
+        for pair in STATE.ice:
+            if pair["instance_type"] != instance_type or pair["zone"] != zone:
+                continue
+            if pair.get("capacity_type") in (None, capacity_type):
+                return True
+    return False
+
+
+def create_fleet(self) -> ActionResult:
+    fleet_type = self._get_param("Type", if_none="maintain")
+    if fleet_type != "instant":
+        return ORIGINAL_CREATE_FLEET(self)
+    self.error_on_dryrun()
+    backend = self.ec2_backend
+    spot_options = self._get_param("SpotOptions", {}) or {}
+    on_demand_options = self._get_param("OnDemandOptions", {}) or {}
+    tcs = self._get_param("TargetCapacitySpecification", {}) or {}
+    configs = self._get_param("LaunchTemplateConfigs", []) or []
+    tag_specs = self._get_param("TagSpecifications", []) or []
+
+    total = int(tcs.get("TotalTargetCapacity") or 0)
+    default_type = tcs.get("DefaultTargetCapacityType")
+    if default_type:
+        capacity_type = "spot" if default_type == "spot" else "on-demand"
+    elif int(tcs.get("SpotTargetCapacity") or 0) > 0:
+        capacity_type = "spot"
+    else:
+        capacity_type = "on-demand"
+
+    tags: dict[str, dict[str, str]] = {}
+    for spec in tag_specs:
+        rtype = spec.get("ResourceType")
+        for tag in spec.get("Tags", []) or []:
+            tags.setdefault(rtype, {})[tag["Key"]] = tag.get("Value", "")
+
+    # Every (template, override) in the order given, then by Priority when any is set.
+    given = []
+    for config in configs:
+        lts = config.get("LaunchTemplateSpecification", {}) or {}
+        if lts.get("LaunchTemplateId"):
+            template = backend.get_launch_template(lts["LaunchTemplateId"])
+        elif lts.get("LaunchTemplateName"):
+            template = backend.get_launch_template_by_name(lts["LaunchTemplateName"])
+        else:
+            raise EC2ClientError(
+                "InvalidParameterValue",
+                "A launch template ID or name must be specified",
+            )
+        version = template.get_version(str(lts.get("Version") or "$Default"))
+        for override in config.get("Overrides") or [{}]:
+            given.append(resolve_override(backend, template, version, override))
+    candidates = list(given)
+    if any(c["override"].get("Priority") is not None for c in candidates):
+        candidates.sort(key=priority_of)
+
+    fleet_id = random_fleet_id()
+    errors = []
+    instances = []
+    recorded_overrides = [
+        {
+            "launch_template_id": c["template"].id,
+            "version": str(c["version"].number),
+            "instance_type": c["instance_type"],
+            "subnet_id": c["subnet_id"],
+            "availability_zone": c["zone"],
+            "image_id": c["override"].get("ImageId"),
+            "priority": c["override"].get("Priority"),
+        }
+        for c in given
+    ]
+    for c in candidates:
+        if is_ice(c["instance_type"], c["zone"], capacity_type):
+            errors.append(
+                {
+                    "LaunchTemplateAndOverrides": c["lto"],
+                    "Lifecycle": capacity_type,
+                    "ErrorCode": "InsufficientInstanceCapacity",
+                    "ErrorMessage": (
+                        f"We currently do not have sufficient {c['instance_type']} "
+                        "capacity in the Availability Zone you requested "
+                        f"({c['zone']}). Our system will be working on provisioning "
+                        "additional capacity."
+                    ),
+                }
+            )
+            continue
+        outcome = launch(backend, fleet_id, c, capacity_type, total, tags)
+        if "ErrorCode" in outcome:
+            errors.append(outcome)
+            continue
+        instances.append(outcome)
+        break
+
+    fleet = Fleet(
+        backend,
+        fleet_id,
+        on_demand_options,
+        spot_options,
+        {"TotalTargetCapacity": 0},
+        [],
+        None,
+        False,
+        True,
+        "instant",
+        None,
+        None,
+        [
+            {
+                "ResourceType": "fleet",
+                "Tags": [
+                    {"Key": k, "Value": v} for k, v in tags.get("fleet", {}).items()
+                ],
+            }
+        ],
+    )
+    fleet.target_capacity = total
+    for item in instances:
+        for iid in item["InstanceIds"]:
+            fleet.on_demand_instances.append(
+                {"id": None, "instance": backend.get_instance(iid), "launch_spec": None}
+            )
+    fleet.fulfilled_capacity = float(sum(len(i["InstanceIds"]) for i in instances))
+    backend.fleets[fleet_id] = fleet
+
+    with LOCK:
+        STATE.fleets.append(
+            {
+                "fleet_id": fleet_id,
+                "type": fleet_type,
+                "capacity_type": capacity_type,
+                "total_target_capacity": total,
+                "spot_allocation_strategy": spot_options.get("AllocationStrategy"),
+                "on_demand_allocation_strategy": on_demand_options.get(
+                    "AllocationStrategy"
+                ),
+                "overrides": recorded_overrides,
+                "errors": [
+                    {
+                        "instance_type": e["LaunchTemplateAndOverrides"]["Overrides"].get(
+                            "InstanceType"
+                        ),
+                        "availability_zone": e["LaunchTemplateAndOverrides"][
+                            "Overrides"
+                        ].get("AvailabilityZone"),
+                        "error_code": e["ErrorCode"],
+                    }
+                    for e in errors
+                ],
+                "instance_ids": [i for item in instances for i in item["InstanceIds"]],
+                "tags": tags,
+            }
+        )
+    return ActionResult({"FleetId": fleet_id, "Errors": errors, "Instances": instances})
+
+
+def priority_of(candidate: dict) -> float:
+    priority = candidate["override"].get("Priority")
+    return float("inf") if priority is None else float(priority)
+
+
+def resolve_override(backend, template, version, override) -> dict:
+    """One override with its instance type, subnet id, zone and response
+    LaunchTemplateAndOverrides: the zone comes from the subnet when not given; a zone
+    without a subnet launches into the zone's default subnet."""
+    data = version.data
+    instance_type = override.get("InstanceType") or data.get("InstanceType")
+    subnet_id = override.get("SubnetId")
+    zone = override.get("AvailabilityZone")
+    if subnet_id and not zone:
+        zone = backend.get_subnet(subnet_id).availability_zone
+    if zone and not subnet_id:
+        subnet_id = next(
+            (
+                s.id
+                for s in backend.describe_subnets(filters={"availability-zone": zone})
+                if s.default_for_az
+            ),
+            None,
+        )
+    out = {"InstanceType": instance_type}
+    if subnet_id:
+        out["SubnetId"] = subnet_id
+    if zone:
+        out["AvailabilityZone"] = zone
+    if override.get("ImageId"):
+        out["ImageId"] = override["ImageId"]
+    if override.get("Priority") is not None:
+        out["Priority"] = float(override["Priority"])
+    lto = {
+        "LaunchTemplateSpecification": {
+            "LaunchTemplateId": template.id,
+            "Version": str(version.number),
+        },
+        "Overrides": out,
+    }
+    return {
+        "template": template,
+        "version": version,
+        "override": override,
+        "instance_type": instance_type,
+        "subnet_id": subnet_id,
+        "zone": zone,
+        "lto": lto,
+    }
+
+
+def launch(backend, fleet_id, c, capacity_type, count, tags) -> dict:
+    """Launches `count` instances of one override; returns a CreateFleetInstance, or a
+    CreateFleetError for a launch template naming an unknown instance profile."""
+    template, version, lto = c["template"], c["version"], c["lto"]
+    instance_type, subnet_id, zone = c["instance_type"], c["subnet_id"], c["zone"]
+    image_id = c["override"].get("ImageId")
+    data = version.data
+    profile = data.get("IamInstanceProfile") or {}
+    profile_kwargs = {}
+    if profile.get("Name") or profile.get("Arn"):
+        try:
+            found = filter_iam_instance_profiles(
+                ACCOUNT,
+                partition="aws",
+                iam_instance_profile_arn=profile.get("Arn"),
+                iam_instance_profile_name=profile.get("Name"),
+            )
+        except IAMNotFound:
+            found = None
+        if found is None:
+            what = profile.get("Name") or profile.get("Arn")
+            return {
+                "LaunchTemplateAndOverrides": lto,
+                "Lifecycle": capacity_type,
+                "ErrorCode": "InvalidParameterValue",
+                "ErrorMessage": (
+                    f"Value ({what}) for parameter iamInstanceProfile.name is invalid. "
+                    "Invalid IAM Instance Profile name"
+                ),
+            }
+        profile_kwargs = {
+            k: v
+            for k, v in (("name", profile.get("Name")), ("arn", profile.get("Arn")))
+            if v
+        }
+    instance_tags = dict(tags.get("instance", {}))
+    instance_tags["aws:ec2:fleet-id"] = fleet_id
+    kwargs = {
+        "instance_type": instance_type,
+        "is_instance_type_default": False,
+        "region_name": backend.region_name,
+        "subnet_id": subnet_id,
+        "placement": None if subnet_id else zone,
+        "key_name": data.get("KeyName"),
+        "security_group_ids": list(data.get("SecurityGroupIds") or []),
+        "tags": {"instance": instance_tags, "volume": dict(tags.get("volume", {}))},
+        "launch_template": {
+            "LaunchTemplateId": template.id,
+            "Version": str(version.number),
+        },
+        "metadata_options": data.get("MetadataOptions") or {},
+        "fleet_id": fleet_id,
+        "lifecycle": "spot" if capacity_type == "spot" else None,
+        "ebs_optimized": bool(data.get("EbsOptimized")),
+    }
+    if data.get("BlockDeviceMappings"):
+        kwargs["block_device_mappings"] = data["BlockDeviceMappings"]
+    reservation = None
+    if count > 0:
+        reservation = backend.run_instances(
+            image_id or data.get("ImageId"),
+            count,
+            data.get("UserData"),
+            list(data.get("SecurityGroups") or []),
+            **kwargs,
+        )
+    ids = []
+    for instance in reservation.instances if reservation else []:
+        ids.append(instance.id)
+        if profile_kwargs:
+            backend.associate_iam_instance_profile(
+                instance_id=instance.id,
+                iam_instance_profile_name=profile_kwargs.get("name"),
+                iam_instance_profile_arn=profile_kwargs.get("arn"),
+            )
+    return {
+        "LaunchTemplateAndOverrides": lto,
+        "Lifecycle": capacity_type,
+        "InstanceIds": ids,
+        "InstanceType": instance_type,
+    }
+
+
+# --- other fixes (e) ---------------------------------------------------------------------
+
+
+def page_bounds(self, action: str, low: int, high: int, default: int) -> tuple[int, int]:
+    """(start, size) of the page asked for: NextToken is the offset as a decimal string;
+    MaxResults outside [low, high] is InvalidParameterValue, as in EC2."""
+    raw = self._get_param("MaxResults")
+    size = default if raw in (None, "") else int(raw)
+    if not low <= size <= high:
+        raise EC2ClientError(
+            "InvalidParameterValue",
+            f"{action}: MaxResults must be between {low} and {high}, got {size}",
+        )
+    token = self._get_param("NextToken") or "0"
+    if not token.isdigit():
+        raise EC2ClientError("InvalidParameterValue", f"Invalid NextToken: {token}")
+    return int(token), size
+
+
+def paged(rows: list, start: int, size: int, key: str) -> dict:
+    result = {key: rows[start : start + size]}
+    if start + size < len(rows):
+        result["NextToken"] = str(start + size)
+    return result
+
+
+def describe_instance_types(self) -> ActionResult:
+    start, size = page_bounds(self, "DescribeInstanceTypes", 5, 100, 100)
+    types = self.ec2_backend.describe_instance_types(
+        self._get_param("InstanceTypes", []), self._filters_from_querystring()
+    )
+    return ActionResult(paged(list(types), start, size, "InstanceTypes"))
+
+
+def wildcard(values: list[str]) -> re.Pattern:
+    """An EC2 filter's values as one regex: * and ? are wildcards, backslash escapes."""
+    parts = []
+    for value in values:
+        out, i = [], 0
+        while i < len(value):
+            c = value[i]
+            if c == "\\" and i + 1 < len(value):
+                out.append(re.escape(value[i + 1]))
+                i += 2
+                continue
+            out.append(".*" if c == "*" else "." if c == "?" else re.escape(c))
+            i += 1
+        parts.append("".join(out))
+    return re.compile("^(?:" + "|".join(parts) + ")$", re.DOTALL)
+
+
+def describe_instance_type_offerings(self) -> ActionResult:
+    start, size = page_bounds(self, "DescribeInstanceTypeOfferings", 5, 1000, 1000)
+    location_type = self._get_param("LocationType") or "region"
+    offerings = INSTANCE_TYPE_OFFERINGS.get(location_type, {}).get(self.region, [])
+    for name, values in self._filters_from_querystring().items():
+        if name not in ("location", "instance-type"):
+            raise EC2ClientError(
+                "InvalidParameterValue", f"The filter '{name}' is invalid"
+            )
+        field = "Location" if name == "location" else "InstanceType"
+        pattern = wildcard(values)
+        offerings = [o for o in offerings if pattern.match(o[field])]
+    rows = [
+        {
+            "InstanceType": o["InstanceType"],
+            "LocationType": location_type,
+            "Location": o["Location"],
+        }
+        for o in offerings
+    ]
+    return ActionResult(paged(rows, start, size, "InstanceTypeOfferings"))
+
+
+ORIGINAL_TERMINATE = EC2Response.terminate_instances
+
+
+def terminate_instances(self) -> ActionResult:
+    ids = self._get_param("InstanceIds", []) or []
+    already = set()
+    for instance_id in ids:
+        instance = self.ec2_backend.get_instance_by_id(instance_id)
+        if instance is not None and instance.state == "terminated":
+            already.add(instance_id)
+    result = ORIGINAL_TERMINATE(self)
+    for item in result.result["TerminatingInstances"]:
+        if item["InstanceId"] in already:
+            item["CurrentState"] = {"Code": 48, "Name": "terminated"}
+    return result
+
+
+ORIGINAL_CREATE_LAUNCH_TEMPLATE = EC2Response.create_launch_template
+
+
+def create_launch_template(self) -> ActionResult:
+    sent = self._get_param("LaunchTemplateData", {}) or {}
+    sent_specs = list(sent.get("TagSpecifications") or [])
+    result = ORIGINAL_CREATE_LAUNCH_TEMPLATE(self)
+    template = self.ec2_backend.get_launch_template(
+        result.result["LaunchTemplate"]["LaunchTemplateId"]
+    )
+    for version in template.versions:
+        if sent_specs:
+            version.data["TagSpecifications"] = sent_specs
+        else:
+            version.data.pop("TagSpecifications", None)
+        if version.data.get("UserData") is None:
+            version.data.pop("UserData", None)
+    return result
+
+
+ORIGINAL_CREATE_TAGS = EC2Response.create_tags
+
+
+def create_tags(self) -> ActionResult:
+    for resource_id in self._get_param("Resources", []) or []:
+        if resource_id.startswith("i-") and (
+            self.ec2_backend.get_instance_by_id(resource_id) is None
+        ):
+            raise InvalidInstanceIdError(resource_id)
+    return ORIGINAL_CREATE_TAGS(self)
+
+
+ORIGINAL_DELETE_LAUNCH_TEMPLATE = EC2Response.delete_launch_template
+
+
+def delete_launch_template(self) -> ActionResult:
+    name = self._get_param("LaunchTemplateName")
+    template_id = self._get_param("LaunchTemplateId")
+    if name:
+        self.ec2_backend.get_launch_template_by_name(name)
+    elif template_id:
+        self.ec2_backend.get_launch_template(template_id)
+    return ORIGINAL_DELETE_LAUNCH_TEMPLATE(self)
+
+
+EC2Response.create_fleet = create_fleet
+EC2Response.delete_launch_template = delete_launch_template
+EC2Response.create_tags = create_tags
+EC2Response.describe_spot_price_history = describe_spot_price_history
+EC2Response.describe_instance_types = describe_instance_types
+EC2Response.describe_instance_type_offerings = describe_instance_type_offerings
+EC2Response.terminate_instances = terminate_instances
+EC2Response.create_launch_template = create_launch_template
+
+
+# --- the WSGI layer: request log, throttling, test controls -----------------------------
+
+
+def read_body(environ) -> bytes:
+    try:
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        length = 0
+    body = environ["wsgi.input"].read(length) if length else b""
+    environ["wsgi.input"] = io.BytesIO(body)
+    environ["CONTENT_LENGTH"] = str(len(body))
+    return body
+
+
+def scope(environ) -> tuple[str | None, str | None]:
+    """(region, service) from the SigV4 credential scope."""
+    auth = environ.get("HTTP_AUTHORIZATION", "")
+    try:
+        credential = auth.split("Credential=", 1)[1].split(",", 1)[0]
+        _, _, region, service, _ = credential.split("/")
+        return region, service.lower()
+    except (IndexError, ValueError):
+        return None, None
+
+
+def action_of(environ, body: bytes) -> str | None:
+    target = environ.get("HTTP_X_AMZ_TARGET")
+    if target:
+        return target.rsplit(".", 1)[-1]
+    fields = urllib.parse.parse_qs(environ.get("QUERY_STRING", ""))
+    if "Action" not in fields and body:
+        fields = urllib.parse.parse_qs(body.decode("utf-8", "replace"))
+    values = fields.get("Action")
+    return values[0] if values else None
+
+
+def throttled_response(service: str):
+    request_id = str(uuid.uuid4())
+    if service == "ssm":
+        body = json.dumps({"__type": "ThrottlingException", "message": "Rate exceeded"})
+        return (
+            "400 Bad Request",
+            [
+                ("Content-Type", "application/x-amz-json-1.1"),
+                ("x-amzn-RequestId", request_id),
+            ],
+            body,
+        )
+    if service == "iam":
+        body = (
+            '<ErrorResponse xmlns="https://iam.amazonaws.com/doc/2010-05-08/">'
+            "<Error><Type>Sender</Type><Code>Throttling</Code>"
+            "<Message>Rate exceeded</Message></Error>"
+            f"<RequestId>{request_id}</RequestId></ErrorResponse>"
+        )
+        return "400 Bad Request", [("Content-Type", "text/xml")], body
+    body = (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        "<Response><Errors><Error><Code>RequestLimitExceeded</Code>"
+        "<Message>Request limit exceeded.</Message></Error></Errors>"
+        f"<RequestID>{request_id}</RequestID></Response>"
+    )
+    return "503 Service Unavailable", [("Content-Type", "text/xml")], body
+
+
+class Peer:
+    def __init__(self, app) -> None:
+        self.app = app
+
+    def __call__(self, environ, start_response):
+        path = environ.get("PATH_INFO", "")
+        if path.startswith("/_peer/"):
+            return self.control(environ, start_response, path[len("/_peer/") :])
+        body = read_body(environ)
+        region, service = scope(environ)
+        if region and service in ("ec2", "ssm"):
+            seed_region(region)
+        action = action_of(environ, body)
+        throttled = False
+        with LOCK:
+            left = STATE.throttles.get(action or "", 0)
+            if left > 0:
+                STATE.throttles[action] = left - 1
+                throttled = True
+            STATE.requests.append(
+                {"service": service, "action": action, "throttled": throttled}
+            )
+            del STATE.requests[:-5000]
+        if throttled:
+            status, headers, text = throttled_response(service or "ec2")
+            data = text.encode()
+            start_response(status, headers + [("Content-Length", str(len(data)))])
+            return [data]
+        return self.app(environ, start_response)
+
+    def control(self, environ, start_response, name):
+        method = environ.get("REQUEST_METHOD", "GET")
+        raw = read_body(environ)
+        try:
+            body = json.loads(raw) if raw.strip() else {}
+            status, answer = self.handle(method, name, body)
+        except Exception as e:  # noqa: BLE001 - any bad body is the caller's error
+            status, answer = 400, {"error": f"{type(e).__name__}: {e}"}
+        data = json.dumps(answer).encode()
+        start_response(
+            f"{status} {'OK' if status == 200 else 'Error'}",
+            [("Content-Type", "application/json"), ("Content-Length", str(len(data)))],
+        )
+        return [data]
+
+    def handle(self, method, name, body):
+        region = (
+            body.get("region", "us-east-1") if isinstance(body, dict) else "us-east-1"
+        )
+        seed_region(region)
+        with LOCK:
+            if name == "ice" and method == "GET":
+                return 200, {"pairs": STATE.ice}
+            if name == "ice" and method == "POST":
+                pairs = []
+                for p in body["pairs"]:
+                    ct = p.get("capacity_type")
+                    if ct not in (None, "spot", "on-demand"):
+                        raise ValueError(f"capacity_type {ct!r}")
+                    pairs.append(
+                        {
+                            "instance_type": p["instance_type"],
+                            "zone": p["zone"],
+                            "capacity_type": ct,
+                        }
+                    )
+                STATE.ice = pairs
+                return 200, {"pairs": STATE.ice}
+            if name == "ice" and method == "DELETE":
+                STATE.ice = []
+                return 200, {"pairs": STATE.ice}
+            if name == "throttle" and method == "GET":
+                return 200, {"throttles": STATE.throttles}
+            if name == "throttle" and method == "POST":
+                STATE.throttles[body["action"]] = int(body.get("count", 1))
+                return 200, {"throttles": STATE.throttles}
+            if name == "throttle" and method == "DELETE":
+                STATE.throttles = {}
+                return 200, {"throttles": STATE.throttles}
+            if name == "requests" and method == "GET":
+                return 200, list(STATE.requests)
+            if name == "requests" and method == "DELETE":
+                n = len(STATE.requests)
+                STATE.requests = []
+                return 200, {"cleared": n}
+            if name == "fleets" and method == "GET":
+                return 200, list(STATE.fleets)
+            if name == "fleets" and method == "DELETE":
+                n = len(STATE.fleets)
+                STATE.fleets = []
+                return 200, {"cleared": n}
+            if name == "ssm" and method == "POST":
+                version = set_ssm(region, body["name"], body["value"])
+                return 200, {
+                    "name": body["name"],
+                    "value": body["value"],
+                    "version": version,
+                }
+            if name == "ami" and method == "POST":
+                ami_id = register_ami(
+                    region,
+                    body["name"],
+                    body.get("architecture", "x86_64"),
+                    body.get("creation_date"),
+                    body.get("tags"),
+                    body.get("owner") or EKS_OWNER,
+                )
+                return 200, {"image_id": ami_id}
+        return 404, {"error": f"no control {method} /_peer/{name}"}
+
+
+def main() -> None:
+    port = int(sys.argv[1]) if len(sys.argv) > 1 else 0
+    seed_region("us-east-1")
+    app = Peer(DomainDispatcherApplication(create_backend_app))
+    server = make_server(
+        "127.0.0.1", port, app, threaded=True, request_handler=MotoRequestHandler
+    )
+    print(f"listening on {server.server_port}", flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
