@@ -62,7 +62,8 @@ Gaps named in the plan, and how each is filled:
     (NAME) for parameter iamInstanceProfile.name is invalid. Invalid IAM Instance
     Profile name") in errorSet for that override, and the next one is tried. The answer
     is CreateFleet's XML: fleetId, errorSet, fleetInstanceSet (items:
-    launchTemplateAndOverrides, lifecycle, instanceIds, instanceType); when every
+    launchTemplateAndOverrides, lifecycle, instanceIds, instanceType, availabilityZone,
+    subnetId); when every
     override is ICE it has no instances and lists every error, with HTTP 200. The fleet
     is registered with moto too (DescribeFleets, DescribeFleetInstances and
     DeleteFleets know it), and each request is recorded for GET /_peer/fleets (12).
@@ -688,6 +689,10 @@ def launch(backend, fleet_id, c, capacity_type, count, tags) -> dict:
         "Lifecycle": capacity_type,
         "InstanceIds": ids,
         "InstanceType": instance_type,
+        "AvailabilityZone": reservation.instances[0].availability_zone
+        if reservation
+        else zone,
+        "SubnetId": subnet_id,
     }
 
 
