@@ -145,11 +145,12 @@ fn instance_of(n: &Node) -> Option<Instance> {
             .creation_timestamp
             .as_ref()
             .map_or_else(Utc::now, crate::api::time::to_chrono),
+        image_id: None,
     })
 }
 
 impl CloudProvider for KwokCloud {
-    fn instance_types(&self, _nodepool: &str) -> Vec<Arc<InstanceType>> {
+    fn instance_types(&self, _pool: &crate::api::nodepool::NodePool) -> Vec<Arc<InstanceType>> {
         self.types.clone()
     }
 
@@ -192,6 +193,7 @@ impl CloudProvider for KwokCloud {
                 nodepool: request.nodepool.clone(),
                 hostname: name.clone(),
                 launched: Utc::now(),
+                image_id: None,
             };
             let manifest = node_manifest(&instance, it, claim.as_ref());
             let node: Node = serde_json::from_value(manifest).map_err(|e| LaunchError::Other {
@@ -208,6 +210,7 @@ impl CloudProvider for KwokCloud {
             Ok(Launched {
                 instance,
                 unavailable: Vec::new(),
+                annotations: Default::default(),
             })
         }
     }
@@ -264,6 +267,7 @@ mod tests {
             nodepool: "default".into(),
             hostname: "ip-10-1-2-3.kwok.internal".into(),
             launched: Utc::now(),
+            image_id: None,
         };
         let v = node_manifest(&instance, it, None);
         let mut node: Node = serde_json::from_value(v).unwrap();

@@ -157,6 +157,7 @@ impl SimCloud {
             nodepool: String::new(),
             hostname: self.hostname(),
             launched: now,
+            image_id: None,
         };
         self.instances.insert(
             id.clone(),
@@ -188,7 +189,7 @@ impl SimCloud {
 }
 
 impl CloudProvider for SimCloud {
-    fn instance_types(&self, _nodepool: &str) -> Vec<Arc<InstanceType>> {
+    fn instance_types(&self, _pool: &crate::api::nodepool::NodePool) -> Vec<Arc<InstanceType>> {
         self.types.clone()
     }
 
@@ -215,6 +216,7 @@ impl CloudProvider for SimCloud {
                 nodepool: request.nodepool.clone(),
                 hostname: self.hostname(),
                 launched: now,
+                image_id: None,
             };
             self.instances.insert(
                 id,
@@ -231,6 +233,7 @@ impl CloudProvider for SimCloud {
             Some(instance) => Ok(Launched {
                 instance,
                 unavailable,
+                annotations: Default::default(),
             }),
             None if request.offerings.is_empty() => Err(LaunchError::Other {
                 nodeclaim: request.nodeclaim,

@@ -42,6 +42,10 @@ pub struct Launched {
     /// The node name the kubelet will register under (the instance's private DNS name).
     pub hostname: String,
     pub at: DateTime<Utc>,
+    /// status.imageID: the image the instance booted (AMIDrift compares it).
+    pub image_id: Option<String>,
+    /// Annotations the provider adds to the NodeClaim with the launch (the NodeClass hash).
+    pub annotations: BTreeMap<String, String>,
 }
 
 /// A NodeClaim: a request for one node, and what became of it.

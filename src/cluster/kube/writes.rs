@@ -86,7 +86,7 @@ impl Writer {
         })
         .await
         .map_err(|e| api_error(&what, e))?;
-        let status = convert::launched_status(launched, None);
+        let status = convert::launched_status(launched);
         retrying(&what, || async {
             api.patch_status(name, &merge(), &Patch::Merge(status.clone()))
                 .await

@@ -110,6 +110,7 @@ impl SimCluster {
                     .nodeclaims
                     .get_mut(&nodeclaim)
                     .ok_or_else(|| not_found("NodeClaim", &nodeclaim))?;
+                c.annotations.extend(launched.annotations.clone());
                 c.launched = Some(*launched);
                 let c = c.clone();
                 self.emit(Change::Applied(Object::NodeClaim(Box::new(c))));

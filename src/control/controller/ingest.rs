@@ -112,10 +112,11 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                 let name = pool.metadata.name.clone().unwrap_or_default();
                 let types = self
                     .unavailable
-                    .apply(&self.cloud.instance_types(&name), now);
+                    .apply(&self.cloud.instance_types(&pool), now);
                 let s = self.state_mut();
                 s.nodepools.insert(name.clone(), *pool);
                 s.instance_types.insert(name, types);
+                self.report_unlaunchable();
                 if self.state.pods.iter().any(Pod::is_provisionable) {
                     self.batcher.trigger(now);
                 }
@@ -320,10 +321,17 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         if let Some(n) = node {
             self.claim_of_node.insert(n.name.clone(), claim.to_string());
         }
-        let derived = self
-            .nodeclaims
-            .get(claim)
-            .and_then(|c| state_node(c, node, self.last_pod_event.get(claim).copied()));
+        let derived = self.nodeclaims.get(claim).and_then(|c| {
+            let mut d = state_node(c, node, self.last_pod_event.get(claim).copied())?;
+            // The cloud provider's drift verdict (upstream `IsDrifted`), for launched
+            // NodeClaims of pools that still exist.
+            d.nodeclass_drift = self
+                .state
+                .nodepools
+                .get(&c.nodepool)
+                .and_then(|pool| self.cloud.drifted(c, pool));
+            Some(d)
+        });
         let nominated = derived
             .as_ref()
             .and_then(|d| self.nominations.nominated_until(&d.name, now));

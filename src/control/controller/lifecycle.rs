@@ -2,7 +2,8 @@
 //! termination (drain, terminate the instance, remove the finalizer) and garbage
 //! collection.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 
 use chrono::{DateTime, TimeDelta, Utc};
 
@@ -12,6 +13,7 @@ use crate::api::nodepool::NodePool;
 use crate::cloud::{CloudProvider, LaunchError, LaunchRequest};
 use crate::cluster::{Cluster, ClusterError, Launched, NodeClaimObject, Write};
 use crate::control::events::EventKind;
+use crate::engine::catalog::InstanceType;
 use crate::engine::disruption::Replacement;
 use crate::engine::provisioning::launch_order;
 use crate::engine::requirements::{Requirement, Requirements};
@@ -88,13 +90,22 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         now: DateTime<Utc>,
     ) {
         let name = claim.name.clone();
+        if self.create_claim(claim, reason).await {
+            self.launch(&name, cause, now).await;
+        }
+    }
+
+    /// Creates a NodeClaim in the cluster; false (with an error event) when the write
+    /// failed.
+    pub(super) async fn create_claim(&mut self, claim: NodeClaimObject, reason: &str) -> bool {
+        let name = claim.name.clone();
         if let Err(e) = self
             .cluster
             .write(Write::CreateNodeClaim(Box::new(claim.clone())))
             .await
         {
             self.error(format!("creating NodeClaim {name}: {e}"));
-            return;
+            return false;
         }
         // Our own write is known before the watch reports it back.
         self.disruption
@@ -102,7 +113,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             .nodeclaim_created(reason, &claim.nodepool);
         self.nodeclaims.insert(name.clone(), claim);
         self.stats.nodeclaims_created += 1;
-        self.launch(&name, cause, now).await;
+        true
     }
 
     /// Creates the NodeClaim a disruption command asked for.
@@ -142,9 +153,34 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
     /// remembered for 3 minutes; a NodeClaim nothing can launch is deleted and its pods
     /// provisioned again (upstream deletes it on InsufficientCapacity).
     pub(super) async fn launch(&mut self, name: &str, cause: &str, now: DateTime<Utc>) {
-        let Some(claim) = self.nodeclaims.get(name).cloned() else {
+        let Some((request, allowed)) = self.launch_request(name) else {
             return;
         };
+        let result = self.cloud.create(request).await;
+        self.launch_result(name, cause, &allowed, result, now).await;
+    }
+
+    /// Launches the NodeClaims of one provisioning round together, so the cloud can merge
+    /// launches of the same shape (upstream's CreateFleet batching).
+    pub(super) async fn launch_all(&mut self, names: &[String], cause: &str, now: DateTime<Utc>) {
+        let mut requests = Vec::new();
+        let mut launching = Vec::new();
+        for name in names {
+            if let Some((request, allowed)) = self.launch_request(name) {
+                requests.push(request);
+                launching.push((name, allowed));
+            }
+        }
+        let results = self.cloud.create_all(requests).await;
+        for ((name, allowed), result) in launching.into_iter().zip(results) {
+            self.launch_result(name, cause, &allowed, result, now).await;
+        }
+    }
+
+    /// What the cloud is asked for a NodeClaim: its offerings in launch order, the pool's
+    /// NodeClass, and the labels and taints its node registers with.
+    fn launch_request(&self, name: &str) -> Option<(LaunchRequest, Vec<Arc<InstanceType>>)> {
+        let claim = self.nodeclaims.get(name)?;
         let types = self
             .state
             .instance_types
@@ -161,12 +197,44 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             })
             .collect();
         let offerings = launch_order(&claim.requirements, &allowed);
+        let mut node_labels = claim.requirements.labels();
+        node_labels.extend(claim.labels.clone());
+        node_labels.insert(labels::NODEPOOL.into(), claim.nodepool.clone());
+        // The instance type, zone and capacity type labels come from the offering that
+        // launches (the kubelet and the cloud provider add them), not from the request.
+        for key in [labels::INSTANCE_TYPE, labels::ZONE, labels::CAPACITY_TYPE] {
+            node_labels.remove(key);
+        }
+        let mut taints = claim.taints.clone();
+        taints.extend(claim.startup_taints.clone());
         let request = LaunchRequest {
             nodeclaim: name.to_string(),
             nodepool: claim.nodepool.clone(),
             offerings,
+            nodeclass: self
+                .state
+                .nodepools
+                .get(&claim.nodepool)
+                .map(|p| p.spec.template.spec.node_class_ref.name.clone()),
+            labels: node_labels,
+            taints,
         };
-        match self.cloud.create(request).await {
+        Some((request, allowed))
+    }
+
+    /// Records what came of a launch.
+    async fn launch_result(
+        &mut self,
+        name: &str,
+        cause: &str,
+        allowed: &[Arc<InstanceType>],
+        result: Result<crate::cloud::Launched, LaunchError>,
+        now: DateTime<Utc>,
+    ) {
+        let Some(claim) = self.nodeclaims.get(name).cloned() else {
+            return;
+        };
+        match result {
             Ok(launched) => {
                 for o in &launched.unavailable {
                     self.unavailable
@@ -187,6 +255,8 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                     labels: it.map(|t| t.labels.clone()).unwrap_or_default(),
                     hostname: i.hostname.clone(),
                     at: now,
+                    image_id: i.image_id.clone(),
+                    annotations: launched.annotations.clone(),
                 };
                 let w = Write::SetLaunched {
                     nodeclaim: name.to_string(),
@@ -201,6 +271,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                 self.claim_by_provider
                     .insert(i.provider_id.clone(), name.to_string());
                 if let Some(c) = self.nodeclaims.get_mut(name) {
+                    c.annotations.extend(status.annotations.clone());
                     c.launched = Some(status);
                 }
                 self.refresh_node(name, now);
@@ -255,15 +326,36 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
 
     /// Re-applies the unavailable-offerings cache to every pool's instance types.
     pub(super) fn refresh_instance_types(&mut self, now: DateTime<Utc>) {
-        let pools: Vec<String> = self.state.nodepools.keys().cloned().collect();
-        let fresh: BTreeMap<String, _> = pools
-            .into_iter()
-            .map(|p| {
-                let types = self.unavailable.apply(&self.cloud.instance_types(&p), now);
-                (p, types)
+        let fresh: BTreeMap<String, _> = self
+            .state
+            .nodepools
+            .iter()
+            .map(|(p, pool)| {
+                let types = self
+                    .unavailable
+                    .apply(&self.cloud.instance_types(pool), now);
+                (p.clone(), types)
             })
             .collect();
         self.state_mut().instance_types = fresh;
+        self.report_unlaunchable();
+    }
+
+    /// Reports, once per reason, the pools the cloud can launch nothing for (an
+    /// EC2NodeClass that is missing or not Ready), so a pod left pending says why.
+    pub(super) fn report_unlaunchable(&mut self) {
+        let now: HashMap<String, String> = self
+            .state
+            .nodepools
+            .iter()
+            .filter_map(|(name, pool)| Some((name.clone(), self.cloud.unlaunchable(pool)?)))
+            .collect();
+        for (pool, why) in &now {
+            if self.unlaunchable.get(pool) != Some(why) {
+                self.error(format!("NodePool {pool} can launch nothing: {why}"));
+            }
+        }
+        self.unlaunchable = now;
     }
 
     /// Starts deleting a NodeClaim (termination takes it from there).

@@ -107,12 +107,18 @@ pub struct Controller<C: Cluster, P: CloudProvider> {
     delete_reasons: HashMap<String, String>,
     instance_gone: HashSet<String>,
     launch_errors: HashMap<String, String>,
+    /// Why a pool can launch nothing (its NodeClass is missing or not ready), as last
+    /// reported, so each reason is reported once.
+    unlaunchable: HashMap<String, String>,
 
     /// The disruption loop: gate, orchestrator, journal, metrics.
     pub disruption: DisruptionController,
     last_poll: Option<DateTime<Utc>>,
     last_pass: Option<(DateTime<Utc>, u64)>,
     last_gc: Option<DateTime<Utc>>,
+    /// The cloud's [`CloudProvider::generation`] last seen: when it moves, instance types
+    /// and drift verdicts are asked for again.
+    cloud_generation: u64,
     blocked: HashMap<
         String,
         (
@@ -183,10 +189,12 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             delete_reasons: HashMap::new(),
             instance_gone: HashSet::new(),
             launch_errors: HashMap::new(),
+            unlaunchable: HashMap::new(),
             disruption,
             last_poll: None,
             last_pass: None,
             last_gc: None,
+            cloud_generation: 0,
             blocked: HashMap::new(),
             protocol: protocol::Protocol::default(),
             recent: VecDeque::new(),
@@ -289,7 +297,18 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             self.remove_stray_disruption_taints().await;
         }
         self.handle_interruptions(now).await;
-        if self.unavailable.expire(now) {
+        let cloud_generation = self.cloud.generation();
+        if cloud_generation != self.cloud_generation {
+            self.cloud_generation = cloud_generation;
+            self.refresh_instance_types(now);
+            let claims: Vec<String> = self.nodeclaims.keys().cloned().collect();
+            for c in claims {
+                self.refresh_node(&c, now);
+            }
+            if self.state.pods.iter().any(|p| p.is_provisionable()) {
+                self.batcher.trigger(now);
+            }
+        } else if self.unavailable.expire(now) {
             self.refresh_instance_types(now);
         }
         self.protocol_round(now).await;

@@ -47,6 +47,9 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                 }
             }
         }
+        // Every NodeClaim of the round is created first and then launched together, so the
+        // cloud can merge launches of the same shape into one call.
+        let mut created: Vec<(String, &[crate::engine::pod::PodKey])> = Vec::new();
         for (claim, pool) in results.new_nodeclaims.iter().zip(pools) {
             let Some(pool) = pool else {
                 continue;
@@ -65,8 +68,13 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                 claim.requests.clone(),
                 now,
             );
-            self.create_and_launch(object, "provisioning", PROVISIONED, now)
-                .await;
+            if self.create_claim(object, PROVISIONED).await {
+                created.push((name, &claim.pods));
+            }
+        }
+        let names: Vec<String> = created.iter().map(|(n, _)| n.clone()).collect();
+        self.launch_all(&names, "provisioning", now).await;
+        for (name, pods) in created {
             if self
                 .nodeclaims
                 .get(&name)
@@ -75,7 +83,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                 continue;
             }
             self.nominate(&name, now);
-            for pod in &claim.pods {
+            for pod in pods {
                 self.nominated.insert(pod.clone(), name.clone());
                 self.unschedulable.remove(pod);
                 self.emit(EventKind::PodNominated {

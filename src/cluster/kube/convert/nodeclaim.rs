@@ -167,6 +167,9 @@ fn launched(
         labels: claim_labels.clone(),
         hostname: status.node_name.clone().unwrap_or_default(),
         at: to_chrono(&condition.last_transition_time),
+        image_id: status.image_id.clone(),
+        // The provider's annotations are the NodeClaim's own once written.
+        annotations: BTreeMap::new(),
     }))
 }
 
@@ -247,7 +250,8 @@ pub fn nodeclaim_manifest(claim: &NodeClaimObject, pool: &NodePool) -> NodeClaim
 /// conditions list, which is right for the one write a fresh NodeClaim's launch makes.
 /// Apply [`launched_labels`] first, as upstream writes metadata before status, so a
 /// watcher never sees Launched=True without the labels it is read from.
-pub fn launched_status(launched: &Launched, image_id: Option<&str>) -> Value {
+pub fn launched_status(launched: &Launched) -> Value {
+    let image_id = launched.image_id.as_deref();
     let at = serde_json::to_value(from_chrono(launched.at)).unwrap_or(Value::Null);
     let condition = |type_: &str, status: &str, reason: &str, message: &str| {
         json!({
@@ -310,5 +314,8 @@ pub fn launched_labels(launched: &Launched) -> Value {
         labels::CAPACITY_TYPE.into(),
         launched.capacity_type.as_str().into(),
     );
-    json!({ "metadata": { "labels": l } })
+    if launched.annotations.is_empty() {
+        return json!({ "metadata": { "labels": l } });
+    }
+    json!({ "metadata": { "labels": l, "annotations": launched.annotations } })
 }

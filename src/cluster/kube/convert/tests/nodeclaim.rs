@@ -1,6 +1,8 @@
 //! Reading NodeClaims as upstream leaves them, the manifest that creates one, and the
 //! merge patches that record its launch.
 
+use std::collections::BTreeMap;
+
 use chrono::TimeDelta;
 use serde_json::{Value, json};
 
@@ -316,6 +318,8 @@ pub(super) fn sample_launch() -> Launched {
         ]),
         hostname: "ip-10-0-2-7.ec2.internal".into(),
         at: at_secs(1_714_557_605),
+        image_id: None,
+        annotations: BTreeMap::new(),
     }
 }
 
@@ -394,7 +398,10 @@ fn an_unnamed_claim_leaves_naming_to_generate_name_and_a_pool_without_uid_gets_n
 
 #[test]
 fn the_launch_status_patch_holds_upstreams_conditions() {
-    let v = launched_status(&sample_launch(), Some("ami-0123"));
+    let v = launched_status(&Launched {
+        image_id: Some("ami-0123".into()),
+        ..sample_launch()
+    });
     let s = &v["status"];
     assert_eq!(s["providerID"], "aws:///us-east-1b/i-0def");
     assert_eq!(s["imageID"], "ami-0123");
@@ -428,7 +435,7 @@ fn the_launch_status_patch_holds_upstreams_conditions() {
             .iter()
             .all(|c| c["lastTransitionTime"] == "2024-05-01T10:00:05Z")
     );
-    let without_image = launched_status(&sample_launch(), None);
+    let without_image = launched_status(&sample_launch());
     assert!(without_image["status"].get("imageID").is_none());
 }
 

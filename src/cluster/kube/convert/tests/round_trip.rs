@@ -50,7 +50,7 @@ fn through_the_api_server(claim: &NodeClaimObject, pool: &NodePool) -> NodeClaim
     v["metadata"]["creationTimestamp"] = serde_json::to_value(from_chrono(claim.created)).unwrap();
     if let Some(l) = &claim.launched {
         merge_patch(&mut v, &launched_labels(l));
-        merge_patch(&mut v, &launched_status(l, Some("ami-0123")));
+        merge_patch(&mut v, &launched_status(l));
     }
     if let Some(d) = claim.deleting {
         v["metadata"]["deletionTimestamp"] = serde_json::to_value(from_chrono(d)).unwrap();
@@ -209,6 +209,8 @@ fn launch() -> impl Strategy<Value = Launched> {
                 labels,
                 hostname,
                 at: at_secs(at),
+                image_id: Some(format!("ami-{id}")),
+                annotations: Default::default(),
             },
         )
 }

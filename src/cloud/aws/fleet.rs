@@ -1,0 +1,255 @@
+//! Launching with CreateFleet (upstream `pkg/providers/instance`): one `instant` fleet per
+//! launch shape, with an override per offering (≤ 60 cheapest instance types, each zone's
+//! subnet with the most free addresses), price-capacity-optimized for spot and
+//! lowest-price for on-demand. Requests of one provisioning round with the same shape are
+//! merged into one call for as many instances (upstream batches CreateFleet calls of the
+//! same input within a short window), and each instance is then tagged with its NodeClaim.
+
+use std::collections::BTreeMap;
+
+use aws_sdk_ec2::types::{
+    DefaultTargetCapacityType, FleetLaunchTemplateConfigRequest,
+    FleetLaunchTemplateOverridesRequest, FleetLaunchTemplateSpecificationRequest,
+    FleetOnDemandAllocationStrategy, FleetType, OnDemandOptionsRequest, ResourceType,
+    SpotAllocationStrategy, SpotOptionsRequest, Tag, TagSpecification,
+    TargetCapacitySpecificationRequest,
+};
+
+use super::{Clients, sdk_error};
+use crate::cloud::CloudError;
+use crate::engine::catalog::CapacityType;
+use crate::engine::provisioning::Launch;
+
+/// At most this many instance types go into one fleet (upstream `maxInstanceTypes`).
+pub const MAX_INSTANCE_TYPES: usize = 60;
+
+/// EC2 error codes that mean "no capacity for this offering right now" (upstream
+/// `unfulfillableCapacityErrorCodes`): the offering goes into the unavailable cache.
+pub const UNFULFILLABLE: &[&str] = &[
+    "InsufficientInstanceCapacity",
+    "MaxSpotInstanceCountExceeded",
+    "VcpuLimitExceeded",
+    "UnfulfillableCapacity",
+    "Unsupported",
+    "InsufficientFreeAddressesInSubnet",
+    "ReservationCapacityExceeded",
+];
+
+/// One override: an offering in one subnet, under one launch template.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Override {
+    pub template: String,
+    pub instance_type: String,
+    pub subnet: String,
+    pub zone: String,
+}
+
+/// Everything that makes two launches the same CreateFleet call (all but the count).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Shape {
+    pub capacity_type: CapacityType,
+    pub overrides: Vec<Override>,
+    pub tags: BTreeMap<String, String>,
+}
+
+/// A launched instance, from the fleet's answer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FleetInstance {
+    pub id: String,
+    pub instance_type: String,
+    pub zone: String,
+    pub spot: bool,
+}
+
+/// What one CreateFleet call gave: instances, and per-override errors.
+#[derive(Clone, Debug, Default)]
+pub struct FleetResult {
+    pub instances: Vec<FleetInstance>,
+    /// Offerings EC2 had no capacity for.
+    pub unavailable: Vec<Launch>,
+    /// Other per-override errors, as `code: message`.
+    pub errors: Vec<String>,
+}
+
+/// The offerings a fleet tries: those of the first offering's capacity type (the
+/// controller orders spot, then on-demand, then reserved), truncated to the cheapest
+/// `MAX_INSTANCE_TYPES` types, each in its zone's best subnet.
+pub fn overrides(
+    offerings: &[Launch],
+    subnet_for_zone: impl Fn(&str) -> Option<String>,
+    template_for_type: impl Fn(&str) -> Option<String>,
+) -> (Option<CapacityType>, Vec<Override>) {
+    let Some(ct) = offerings.first().map(|o| o.capacity_type) else {
+        return (None, Vec::new());
+    };
+    let mut types: Vec<&str> = Vec::new();
+    let mut out = Vec::new();
+    for o in offerings.iter().filter(|o| o.capacity_type == ct) {
+        if !types.contains(&o.instance_type.as_str()) {
+            if types.len() == MAX_INSTANCE_TYPES {
+                continue;
+            }
+            types.push(&o.instance_type);
+        }
+        let (Some(subnet), Some(template)) = (
+            subnet_for_zone(&o.zone),
+            template_for_type(&o.instance_type),
+        ) else {
+            continue;
+        };
+        let ov = Override {
+            template,
+            instance_type: o.instance_type.clone(),
+            subnet,
+            zone: o.zone.clone(),
+        };
+        if !out.contains(&ov) {
+            out.push(ov);
+        }
+    }
+    (Some(ct), out)
+}
+
+fn tags(resource: ResourceType, tags: &BTreeMap<String, String>) -> TagSpecification {
+    let mut spec = TagSpecification::builder().resource_type(resource);
+    for (k, v) in tags {
+        spec = spec.tags(Tag::builder().key(k).value(v).build());
+    }
+    spec.build()
+}
+
+/// One CreateFleet call for `count` instances of `shape`. `prices` gives each override's
+/// price for the unavailable offerings it reports.
+pub async fn create(
+    clients: &Clients,
+    shape: &Shape,
+    count: i32,
+    price: impl Fn(&str, &str) -> f64,
+) -> Result<FleetResult, CloudError> {
+    let spot = shape.capacity_type == CapacityType::Spot;
+    let mut by_template: BTreeMap<&str, Vec<&Override>> = BTreeMap::new();
+    for o in &shape.overrides {
+        by_template.entry(&o.template).or_default().push(o);
+    }
+    let mut req = clients
+        .ec2
+        .create_fleet()
+        .r#type(FleetType::Instant)
+        .target_capacity_specification(
+            TargetCapacitySpecificationRequest::builder()
+                .total_target_capacity(count)
+                .default_target_capacity_type(if spot {
+                    DefaultTargetCapacityType::Spot
+                } else {
+                    DefaultTargetCapacityType::OnDemand
+                })
+                .build(),
+        )
+        .tag_specifications(tags(ResourceType::Instance, &shape.tags))
+        .tag_specifications(tags(ResourceType::Volume, &shape.tags))
+        .tag_specifications(tags(ResourceType::Fleet, &shape.tags));
+    req = if spot {
+        req.spot_options(
+            SpotOptionsRequest::builder()
+                .allocation_strategy(SpotAllocationStrategy::PriceCapacityOptimized)
+                .build(),
+        )
+    } else {
+        req.on_demand_options(
+            OnDemandOptionsRequest::builder()
+                .allocation_strategy(FleetOnDemandAllocationStrategy::LowestPrice)
+                .build(),
+        )
+    };
+    for (template, overrides) in &by_template {
+        let mut config = FleetLaunchTemplateConfigRequest::builder().launch_template_specification(
+            FleetLaunchTemplateSpecificationRequest::builder()
+                .launch_template_name(*template)
+                .version("$Latest")
+                .build(),
+        );
+        for o in overrides {
+            config = config.overrides(
+                FleetLaunchTemplateOverridesRequest::builder()
+                    .instance_type(aws_sdk_ec2::types::InstanceType::from(
+                        o.instance_type.as_str(),
+                    ))
+                    .subnet_id(&o.subnet)
+                    .availability_zone(&o.zone)
+                    .build(),
+            );
+        }
+        req = req.launch_template_configs(config.build());
+    }
+    let out = req.send().await.map_err(|e| sdk_error("CreateFleet", e))?;
+    let mut result = FleetResult::default();
+    for i in out.instances() {
+        let ov = i
+            .launch_template_and_overrides()
+            .and_then(|l| l.overrides());
+        let instance_type = i
+            .instance_type()
+            .or(ov.and_then(|o| o.instance_type()))
+            .map(|t| t.as_str().to_string())
+            .unwrap_or_default();
+        let zone = ov
+            .and_then(|o| o.availability_zone())
+            .or(i.availability_zone())
+            .map(str::to_string)
+            .or_else(|| {
+                let subnet = ov.and_then(|o| o.subnet_id())?;
+                shape
+                    .overrides
+                    .iter()
+                    .find(|o| o.subnet == subnet)
+                    .map(|o| o.zone.clone())
+            })
+            .unwrap_or_default();
+        let is_spot = i.lifecycle().map(|l| l.as_str() == "spot").unwrap_or(spot);
+        for id in i.instance_ids() {
+            result.instances.push(FleetInstance {
+                id: id.clone(),
+                instance_type: instance_type.clone(),
+                zone: zone.clone(),
+                spot: is_spot,
+            });
+        }
+    }
+    for e in out.errors() {
+        let code = e.error_code().unwrap_or_default();
+        let ov = e
+            .launch_template_and_overrides()
+            .and_then(|l| l.overrides());
+        let instance_type = ov
+            .and_then(|o| o.instance_type())
+            .map(|t| t.as_str().to_string());
+        let zone = ov
+            .and_then(|o| o.availability_zone())
+            .map(str::to_string)
+            .or_else(|| {
+                let subnet = ov.and_then(|o| o.subnet_id())?;
+                shape
+                    .overrides
+                    .iter()
+                    .find(|o| o.subnet == subnet)
+                    .map(|o| o.zone.clone())
+            });
+        match (UNFULFILLABLE.contains(&code), instance_type, zone) {
+            (true, Some(t), Some(z)) => {
+                let l = Launch {
+                    price: price(&t, &z),
+                    instance_type: t,
+                    zone: z,
+                    capacity_type: shape.capacity_type,
+                };
+                if !result.unavailable.contains(&l) {
+                    result.unavailable.push(l);
+                }
+            }
+            _ => result
+                .errors
+                .push(format!("{code}: {}", e.error_message().unwrap_or_default())),
+        }
+    }
+    Ok(result)
+}

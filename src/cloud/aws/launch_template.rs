@@ -1,0 +1,220 @@
+//! Launch templates keyed by their content (upstream `pkg/providers/launchtemplate`): a
+//! launch needs the template whose AMI, security groups, user data, metadata options,
+//! block devices, instance profile and tags it wants; the name is a hash of all of them,
+//! so an existing template is reused and any change makes a new one.
+
+use std::collections::{BTreeMap, HashMap};
+
+use aws_sdk_ec2::types::{
+    LaunchTemplateBlockDeviceMappingRequest, LaunchTemplateEbsBlockDeviceRequest,
+    LaunchTemplateHttpTokensState, LaunchTemplateIamInstanceProfileSpecificationRequest,
+    LaunchTemplateInstanceMetadataEndpointState, LaunchTemplateInstanceMetadataOptionsRequest,
+    LaunchTemplateInstanceMetadataProtocolIpv6,
+    LaunchTemplateInstanceNetworkInterfaceSpecificationRequest, LaunchTemplatesMonitoringRequest,
+    RequestLaunchTemplateData, ResourceType, Tag, TagSpecification, VolumeType,
+};
+use base64::Engine;
+use serde::Serialize;
+
+use super::{Clients, sdk_error};
+use crate::api::ec2nodeclass::{BlockDeviceMapping, MetadataOptions};
+use crate::cloud::CloudError;
+
+/// The tag every template Karpenter makes carries (upstream `karpenter.k8s.aws/cluster`).
+pub const CLUSTER_TAG: &str = "karpenter.k8s.aws/cluster";
+
+/// Everything a template holds; its hash is the template's name.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Content {
+    pub image_id: String,
+    pub security_group_ids: Vec<String>,
+    pub user_data: String,
+    pub metadata_options: MetadataOptions,
+    pub block_device_mappings: Vec<BlockDeviceMapping>,
+    pub instance_profile: String,
+    pub detailed_monitoring: bool,
+    pub associate_public_ip_address: Option<bool>,
+    pub tags: BTreeMap<String, String>,
+}
+
+impl Content {
+    /// `karpenter.k8s.aws/<hash of the content>`.
+    pub fn name(&self) -> String {
+        let json = serde_json::to_vec(self).unwrap_or_default();
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in json {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        format!("karpenter.k8s.aws/{h}")
+    }
+
+    fn data(&self) -> Result<RequestLaunchTemplateData, CloudError> {
+        let m = &self.metadata_options;
+        let metadata = LaunchTemplateInstanceMetadataOptionsRequest::builder()
+            .http_endpoint(LaunchTemplateInstanceMetadataEndpointState::from(
+                m.http_endpoint.as_str(),
+            ))
+            .http_tokens(LaunchTemplateHttpTokensState::from(m.http_tokens.as_str()))
+            .http_put_response_hop_limit(m.http_put_response_hop_limit as i32)
+            .http_protocol_ipv6(LaunchTemplateInstanceMetadataProtocolIpv6::from(
+                m.http_protocol_ipv6.as_str(),
+            ))
+            .build();
+        let mut d = RequestLaunchTemplateData::builder()
+            .image_id(&self.image_id)
+            .user_data(base64::engine::general_purpose::STANDARD.encode(&self.user_data))
+            .metadata_options(metadata)
+            .iam_instance_profile(
+                LaunchTemplateIamInstanceProfileSpecificationRequest::builder()
+                    .name(&self.instance_profile)
+                    .build(),
+            )
+            .monitoring(
+                LaunchTemplatesMonitoringRequest::builder()
+                    .enabled(self.detailed_monitoring)
+                    .build(),
+            );
+        // With a public-IP override the groups go on the network interface (EC2 refuses
+        // both), as upstream does.
+        match self.associate_public_ip_address {
+            Some(public) => {
+                let mut nic = LaunchTemplateInstanceNetworkInterfaceSpecificationRequest::builder()
+                    .device_index(0)
+                    .associate_public_ip_address(public);
+                for g in &self.security_group_ids {
+                    nic = nic.groups(g);
+                }
+                d = d.network_interfaces(nic.build());
+            }
+            None => d = d.set_security_group_ids(Some(self.security_group_ids.clone())),
+        }
+        for b in &self.block_device_mappings {
+            d = d.block_device_mappings(block_device(b)?);
+        }
+        Ok(d.build())
+    }
+}
+
+fn block_device(
+    b: &BlockDeviceMapping,
+) -> Result<LaunchTemplateBlockDeviceMappingRequest, CloudError> {
+    let mut m =
+        LaunchTemplateBlockDeviceMappingRequest::builder().set_device_name(b.device_name.clone());
+    if let Some(ebs) = &b.ebs {
+        let size = match &ebs.volume_size {
+            Some(q) => {
+                let milli = crate::engine::resources::parse_milli(&q.0).map_err(|e| {
+                    CloudError(format!("blockDeviceMappings volumeSize {:?}: {e}", q.0))
+                })?;
+                // GiB, rounded up, as upstream converts.
+                Some(((milli / 1000 + (1 << 30) - 1) >> 30) as i32)
+            }
+            None => None,
+        };
+        m = m.ebs(
+            LaunchTemplateEbsBlockDeviceRequest::builder()
+                .set_volume_size(size)
+                .set_volume_type(ebs.volume_type.map(|t| {
+                    VolumeType::from(
+                        serde_json::to_value(t)
+                            .ok()
+                            .and_then(|v| v.as_str().map(str::to_string))
+                            .unwrap_or_default()
+                            .as_str(),
+                    )
+                }))
+                .set_encrypted(ebs.encrypted)
+                .set_delete_on_termination(Some(ebs.delete_on_termination.unwrap_or(true)))
+                .set_iops(ebs.iops.map(|i| i as i32))
+                .set_throughput(ebs.throughput.map(|t| t as i32))
+                .set_kms_key_id(ebs.kms_key_id.clone())
+                .set_snapshot_id(ebs.snapshot_id.clone())
+                .build(),
+        );
+    }
+    Ok(m.build())
+}
+
+/// Templates known to exist, by name (name -> id).
+#[derive(Default)]
+pub struct Templates {
+    known: HashMap<String, String>,
+}
+
+impl Templates {
+    /// The template for `content`, created when it does not exist yet. Returns its name.
+    pub async fn ensure(
+        &mut self,
+        clients: &Clients,
+        content: &Content,
+        cluster: &str,
+    ) -> Result<String, CloudError> {
+        let name = content.name();
+        if self.known.contains_key(&name) {
+            return Ok(name);
+        }
+        let found = clients
+            .ec2
+            .describe_launch_templates()
+            .launch_template_names(&name)
+            .send()
+            .await;
+        match found {
+            Ok(out) => {
+                if let Some(t) = out.launch_templates().first() {
+                    let id = t.launch_template_id().unwrap_or_default().to_string();
+                    self.known.insert(name.clone(), id);
+                    return Ok(name);
+                }
+            }
+            Err(e) if has_code(&e, "InvalidLaunchTemplateName.NotFoundException") => {}
+            Err(e) => return Err(sdk_error("DescribeLaunchTemplates", e)),
+        }
+        let mut tags = content.tags.clone();
+        tags.insert(CLUSTER_TAG.into(), cluster.into());
+        let mut spec = TagSpecification::builder().resource_type(ResourceType::LaunchTemplate);
+        for (k, v) in &tags {
+            spec = spec.tags(Tag::builder().key(k).value(v).build());
+        }
+        let created = clients
+            .ec2
+            .create_launch_template()
+            .launch_template_name(&name)
+            .launch_template_data(content.data()?)
+            .tag_specifications(spec.build())
+            .send()
+            .await;
+        match created {
+            Ok(out) => {
+                let id = out
+                    .launch_template()
+                    .and_then(|t| t.launch_template_id())
+                    .unwrap_or_default()
+                    .to_string();
+                self.known.insert(name.clone(), id);
+                Ok(name)
+            }
+            // Another replica (or an earlier attempt) made it first: same content.
+            Err(e) if has_code(&e, "InvalidLaunchTemplateName.AlreadyExistsException") => {
+                self.known.insert(name.clone(), String::new());
+                Ok(name)
+            }
+            Err(e) => Err(sdk_error("CreateLaunchTemplate", e)),
+        }
+    }
+
+    /// Forgets a template (a launch found it gone), so the next launch makes it again.
+    pub fn forget(&mut self, name: &str) {
+        self.known.remove(name);
+    }
+}
+
+/// Whether an SDK error carries the EC2 error code.
+pub fn has_code<E: aws_sdk_ec2::error::ProvideErrorMetadata, R>(
+    e: &aws_sdk_ec2::error::SdkError<E, R>,
+    code: &str,
+) -> bool {
+    e.as_service_error().and_then(|s| s.code()) == Some(code)
+}

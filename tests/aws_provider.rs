@@ -1,0 +1,823 @@
+//! The AWS provider (`cloud::aws`) against the EC2 emulator (tests/peers/moto_server.py):
+//! NodeClass resolution (selectors, aliases, instance profile), the live catalog, launch
+//! templates, CreateFleet launches and their ICE fall-over, batching, termination,
+//! listing, drift and throttling.
+
+#[path = "peers/moto_peer.rs"]
+mod moto_peer;
+
+use std::collections::BTreeMap;
+
+use aws_sdk_ec2::config::{BehaviorVersion, Credentials, Region};
+use base64::Engine;
+use karpenter_tui::api::ec2nodeclass::EC2NodeClass;
+use karpenter_tui::api::labels;
+use karpenter_tui::api::nodepool::NodePool;
+use karpenter_tui::cloud::aws::user_data::ClusterInfo;
+use karpenter_tui::cloud::aws::{AwsCloud, AwsHandle, AwsOptions};
+use karpenter_tui::cloud::{CloudProvider, LaunchRequest, Launched};
+use karpenter_tui::cluster::{Launched as ClaimLaunch, NodeClaimObject};
+use karpenter_tui::engine::catalog::{CapacityType, Catalog};
+use karpenter_tui::engine::provisioning::{Launch, launch_order};
+use karpenter_tui::engine::requirements::Requirements;
+use moto_peer::{AL2023_ARM_AMI, AL2023_NVIDIA_AMI, AL2023_X86_AMI, AL2023_X86_PARAM, MotoPeer};
+
+const CLUSTER: &str = "test-cluster";
+
+fn options(peer: &MotoPeer) -> AwsOptions {
+    AwsOptions {
+        region: Some("us-east-1".into()),
+        endpoint: Some(peer.endpoint()),
+        cluster: ClusterInfo {
+            name: CLUSTER.into(),
+            endpoint: "https://api.test-cluster.example".into(),
+            ca_bundle: Some("Q0E=".into()),
+            cidr: Some("10.100.0.0/16".into()),
+        },
+        kubernetes_version: "1.33".into(),
+        max_attempts: 6,
+        credentials: Some(("testing".into(), "testing".into())),
+    }
+}
+
+fn ec2(peer: &MotoPeer) -> aws_sdk_ec2::Client {
+    aws_sdk_ec2::Client::from_conf(
+        aws_sdk_ec2::config::Builder::new()
+            .endpoint_url(peer.endpoint())
+            .region(Region::new("us-east-1"))
+            .credentials_provider(Credentials::new("testing", "testing", None, None, "test"))
+            .behavior_version(BehaviorVersion::latest())
+            .build(),
+    )
+}
+
+fn iam(peer: &MotoPeer) -> aws_sdk_iam::Client {
+    aws_sdk_iam::Client::from_conf(
+        aws_sdk_iam::config::Builder::new()
+            .endpoint_url(peer.endpoint())
+            .region(aws_sdk_iam::config::Region::new("us-east-1"))
+            .credentials_provider(aws_sdk_iam::config::Credentials::new(
+                "testing", "testing", None, None, "test",
+            ))
+            .behavior_version(aws_sdk_iam::config::BehaviorVersion::latest())
+            .build(),
+    )
+}
+
+fn tag(k: &str, v: &str) -> aws_sdk_ec2::types::Tag {
+    aws_sdk_ec2::types::Tag::builder().key(k).value(v).build()
+}
+
+fn tagged(
+    resource: aws_sdk_ec2::types::ResourceType,
+    tags: &[(&str, &str)],
+) -> aws_sdk_ec2::types::TagSpecification {
+    let mut s = aws_sdk_ec2::types::TagSpecification::builder().resource_type(resource);
+    for (k, v) in tags {
+        s = s.tags(tag(k, v));
+    }
+    s.build()
+}
+
+/// What the tests' NodeClass selects: two discovery-tagged subnets (us-east-1a, 1b), one
+/// untagged subnet (1c), a discovery-tagged security group and an untagged one, and the
+/// node role.
+struct Network {
+    subnet_a: String,
+    subnet_b: String,
+    subnet_c: String,
+    group: String,
+    other_group: String,
+}
+
+async fn network(peer: &MotoPeer) -> Network {
+    use aws_sdk_ec2::types::ResourceType;
+    let ec2 = ec2(peer);
+    let vpc = ec2
+        .create_vpc()
+        .cidr_block("10.0.0.0/16")
+        .send()
+        .await
+        .expect("CreateVpc");
+    let vpc = vpc.vpc().and_then(|v| v.vpc_id()).expect("vpc").to_string();
+    let mut subnets = Vec::new();
+    for (n, (zone, tags)) in [
+        ("us-east-1a", vec![("karpenter.sh/discovery", CLUSTER)]),
+        ("us-east-1b", vec![("karpenter.sh/discovery", CLUSTER)]),
+        ("us-east-1c", vec![("team", "other")]),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let s = ec2
+            .create_subnet()
+            .vpc_id(&vpc)
+            .cidr_block(format!("10.0.{}.0/24", n + 1))
+            .availability_zone(zone)
+            .tag_specifications(tagged(ResourceType::Subnet, &tags))
+            .send()
+            .await
+            .expect("CreateSubnet");
+        subnets.push(
+            s.subnet()
+                .and_then(|s| s.subnet_id())
+                .expect("subnet")
+                .to_string(),
+        );
+    }
+    let mut groups = Vec::new();
+    for (name, tags) in [
+        ("nodes", vec![("karpenter.sh/discovery", CLUSTER)]),
+        ("other", vec![("team", "other")]),
+    ] {
+        let g = ec2
+            .create_security_group()
+            .group_name(name)
+            .description(name)
+            .vpc_id(&vpc)
+            .tag_specifications(tagged(ResourceType::SecurityGroup, &tags))
+            .send()
+            .await
+            .expect("CreateSecurityGroup");
+        groups.push(g.group_id().expect("group").to_string());
+    }
+    iam(peer)
+        .create_role()
+        .role_name("KarpenterNodeRole")
+        .assume_role_policy_document(
+            r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"ec2.amazonaws.com"},"Action":"sts:AssumeRole"}]}"#,
+        )
+        .send()
+        .await
+        .expect("CreateRole");
+    Network {
+        subnet_a: subnets[0].clone(),
+        subnet_b: subnets[1].clone(),
+        subnet_c: subnets[2].clone(),
+        group: groups[0].clone(),
+        other_group: groups[1].clone(),
+    }
+}
+
+fn nodeclass(yaml_spec: &str) -> EC2NodeClass {
+    let text = format!(
+        "apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata:\n  name: default\n  generation: 1\nspec:\n{yaml_spec}"
+    );
+    serde_norway::from_str(&text).expect("EC2NodeClass YAML")
+}
+
+/// The NodeClass most tests use: discovery tags, the AL2023 alias, a role, a tag.
+fn discovery_nodeclass() -> EC2NodeClass {
+    nodeclass(&format!(
+        "  role: KarpenterNodeRole\n  amiSelectorTerms:\n  - alias: al2023@latest\n  subnetSelectorTerms:\n  - tags:\n      karpenter.sh/discovery: {CLUSTER}\n  securityGroupSelectorTerms:\n  - tags:\n      karpenter.sh/discovery: \"*\"\n  tags:\n    team: platform\n"
+    ))
+}
+
+/// A provider with the discovery NodeClass resolved.
+async fn ready_cloud(peer: &MotoPeer) -> (AwsCloud, AwsHandle, Network) {
+    let net = network(peer).await;
+    let cloud = AwsCloud::connect(options(peer)).await.expect("connect");
+    let handle = cloud.handle();
+    handle.set_nodeclass(&discovery_nodeclass());
+    handle.resolve_all().await;
+    assert!(
+        matches!(handle.resolved("default"), Some(Ok(_))),
+        "{:?}",
+        handle.resolved("default")
+    );
+    (cloud, handle, net)
+}
+
+fn pool() -> NodePool {
+    NodePool::unconstrained("web")
+}
+
+/// A launch request for `types` (cheapest offerings first, as the controller orders them)
+/// restricted to `capacity_type`.
+fn request(
+    cloud: &AwsCloud,
+    name: &str,
+    types: &[&str],
+    capacity_type: CapacityType,
+) -> LaunchRequest {
+    let its: Vec<_> = cloud
+        .instance_types(&pool())
+        .into_iter()
+        .filter(|t| types.contains(&t.name.as_str()))
+        .collect();
+    let offerings: Vec<Launch> = launch_order(&Requirements::new(), &its)
+        .into_iter()
+        .filter(|o| o.capacity_type == capacity_type)
+        .collect();
+    LaunchRequest {
+        nodeclaim: name.into(),
+        nodepool: "web".into(),
+        offerings,
+        nodeclass: Some("default".into()),
+        labels: BTreeMap::from([(labels::NODEPOOL.to_string(), "web".to_string())]),
+        taints: Vec::new(),
+    }
+}
+
+/// The NodeClaim a launch became, as the controller records it.
+fn claim(name: &str, l: &Launched) -> NodeClaimObject {
+    let i = &l.instance;
+    NodeClaimObject {
+        name: name.into(),
+        nodepool: "web".into(),
+        requirements: Requirements::new(),
+        requests: Default::default(),
+        labels: BTreeMap::new(),
+        annotations: l.annotations.clone(),
+        taints: Vec::new(),
+        startup_taints: Vec::new(),
+        expire_after: None,
+        termination_grace_period: None,
+        created: i.launched,
+        deleting: None,
+        finalizer: true,
+        launched: Some(ClaimLaunch {
+            provider_id: i.provider_id.clone(),
+            instance_type: i.instance_type.clone(),
+            zone: i.zone.clone(),
+            capacity_type: i.capacity_type,
+            price: i.price,
+            allocatable: Default::default(),
+            labels: BTreeMap::new(),
+            hostname: i.hostname.clone(),
+            at: i.launched,
+            image_id: i.image_id.clone(),
+            annotations: l.annotations.clone(),
+        }),
+    }
+}
+
+async fn instance_tags(peer: &MotoPeer, provider_id: &str) -> BTreeMap<String, String> {
+    let id = provider_id.rsplit('/').next().unwrap();
+    let out = ec2(peer)
+        .describe_instances()
+        .instance_ids(id)
+        .send()
+        .await
+        .expect("DescribeInstances");
+    out.reservations()[0].instances()[0]
+        .tags()
+        .iter()
+        .map(|t| (t.key().unwrap().to_string(), t.value().unwrap().to_string()))
+        .collect()
+}
+
+#[tokio::test]
+async fn nodeclass_selectors_alias_and_role_resolve_into_a_ready_status() {
+    let peer = MotoPeer::start();
+    let net = network(&peer).await;
+    let cloud = AwsCloud::connect(options(&peer)).await.expect("connect");
+    let h = cloud.handle();
+    // A pool whose NodeClass does not exist launches nothing, and says why.
+    h.mark_listed();
+    assert!(cloud.instance_types(&pool()).is_empty());
+    assert_eq!(
+        cloud.unlaunchable(&pool()).as_deref(),
+        Some("EC2NodeClass default does not exist")
+    );
+    // Before resolution the pool launches nothing either (resolution is under way).
+    h.set_nodeclass(&discovery_nodeclass());
+    assert!(cloud.instance_types(&pool()).is_empty());
+
+    let statuses = h.resolve_all().await;
+    let (name, status) = &statuses[0];
+    assert_eq!(name, "default");
+    let mut subnets: Vec<(&str, &str)> = status
+        .subnets
+        .iter()
+        .map(|s| (s.id.as_str(), s.zone.as_str()))
+        .collect();
+    subnets.sort();
+    let mut want = vec![
+        (net.subnet_a.as_str(), "us-east-1a"),
+        (net.subnet_b.as_str(), "us-east-1b"),
+    ];
+    want.sort();
+    assert_eq!(subnets, want, "the tagged subnets, not {}", net.subnet_c);
+    let groups: Vec<&str> = status
+        .security_groups
+        .iter()
+        .map(|g| g.id.as_str())
+        .collect();
+    assert_eq!(
+        groups,
+        [net.group.as_str()],
+        "a \"*\" tag value matches any value, not {}",
+        net.other_group
+    );
+    // The alias reads the AL2023 parameters: standard x86_64 and arm64, nvidia, neuron.
+    let mut amis: Vec<&str> = status.amis.iter().map(|a| a.id.as_str()).collect();
+    amis.sort();
+    let mut want_amis = vec![
+        AL2023_X86_AMI,
+        AL2023_ARM_AMI,
+        AL2023_NVIDIA_AMI,
+        moto_peer::AL2023_NEURON_AMI,
+    ];
+    want_amis.sort();
+    assert_eq!(amis, want_amis);
+    let arm = status.amis.iter().find(|a| a.id == AL2023_ARM_AMI).unwrap();
+    assert!(
+        arm.requirements
+            .iter()
+            .any(|r| r.key == labels::ARCH && r.values == ["arm64"])
+    );
+    let ready: Vec<(&str, &str)> = status
+        .conditions
+        .iter()
+        .map(|c| (c.type_.as_str(), c.status.as_str()))
+        .collect();
+    assert!(ready.contains(&("Ready", "True")), "{ready:?}");
+    assert!(ready.contains(&("AMIsReady", "True")), "{ready:?}");
+    // The role became an instance profile holding it.
+    let profile = status.instance_profile.clone().expect("instance profile");
+    assert!(profile.starts_with(&format!("{CLUSTER}_")), "{profile}");
+    let p = iam(&peer)
+        .get_instance_profile()
+        .instance_profile_name(&profile)
+        .send()
+        .await
+        .expect("the profile exists");
+    let roles: Vec<&str> = p
+        .instance_profile()
+        .unwrap()
+        .roles()
+        .iter()
+        .map(|r| r.role_name())
+        .collect();
+    assert_eq!(roles, ["KarpenterNodeRole"]);
+
+    // Ready: the pool's instance types are offered only in the subnets' zones, and the
+    // GPU types only because the nvidia AMI serves them.
+    let types = cloud.instance_types(&pool());
+    assert!(!types.is_empty());
+    assert!(types.iter().all(|t| {
+        t.offerings
+            .iter()
+            .all(|o| o.zone == "us-east-1a" || o.zone == "us-east-1b")
+    }));
+    assert!(types.iter().any(|t| t.name == "m5.large"));
+    assert!(
+        types.iter().any(|t| t.name == "m6g.large"),
+        "arm64 types, for the arm64 AMI"
+    );
+    assert_eq!(cloud.unlaunchable(&pool()), None);
+    // A second resolution with nothing changed writes nothing.
+    assert!(h.resolve_all().await.is_empty());
+}
+
+#[tokio::test]
+async fn ami_terms_by_name_owner_id_tags_and_ssm_parameter() {
+    let peer = MotoPeer::start();
+    network(&peer).await;
+    let older = peer.register_ami("custom-x86-v1", "x86_64", "2024-01-01T00:00:00.000Z");
+    let newer = peer.register_ami("custom-x86-v2", "x86_64", "2024-06-01T00:00:00.000Z");
+    let cloud = AwsCloud::connect(options(&peer)).await.expect("connect");
+    let h = cloud.handle();
+    h.mark_listed();
+    let spec = |ami_terms: &str| {
+        nodeclass(&format!(
+            "  role: KarpenterNodeRole\n  amiFamily: AL2023\n  amiSelectorTerms:\n{ami_terms}  subnetSelectorTerms:\n  - tags:\n      karpenter.sh/discovery: {CLUSTER}\n  securityGroupSelectorTerms:\n  - name: nodes\n"
+        ))
+    };
+    let amis = |h: &AwsHandle| -> Vec<String> {
+        match h.resolved("default") {
+            Some(Ok(r)) => r.amis.iter().map(|a| a.id.clone()).collect(),
+            other => panic!("not resolved: {other:?}"),
+        }
+    };
+    // name with a wildcard: the newest image per architecture wins.
+    h.set_nodeclass(&spec(
+        "  - name: custom-x86-*\n    owner: \"602401143452\"\n",
+    ));
+    h.resolve_all().await;
+    assert_eq!(amis(&h), [newer]);
+    // id.
+    h.set_nodeclass(&spec(&format!("  - id: {older}\n")));
+    h.resolve_all().await;
+    assert_eq!(amis(&h), [older.as_str()]);
+    // tags.
+    ec2(&peer)
+        .create_tags()
+        .resources(&older)
+        .tags(tag("release", "pinned"))
+        .send()
+        .await
+        .expect("CreateTags");
+    h.set_nodeclass(&spec("  - tags:\n      release: pinned\n"));
+    h.resolve_all().await;
+    assert_eq!(amis(&h), [older.as_str()]);
+    // ssmParameter: the image the parameter names.
+    h.set_nodeclass(&spec(&format!("  - ssmParameter: {AL2023_X86_PARAM}\n")));
+    h.resolve_all().await;
+    assert_eq!(amis(&h), [AL2023_X86_AMI.to_string()]);
+    // Nothing matches: NotReady with the reason, and the pool launches nothing.
+    h.set_nodeclass(&spec("  - name: no-such-image-*\n"));
+    let statuses = h.resolve_all().await;
+    let ready = statuses[0]
+        .1
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Ready")
+        .unwrap();
+    assert_eq!(ready.status, "False");
+    assert!(ready.message.contains("AMINotFound"), "{}", ready.message);
+    assert!(cloud.instance_types(&pool()).is_empty());
+    assert!(
+        cloud
+            .unlaunchable(&pool())
+            .is_some_and(|w| w.contains("AMI")),
+        "{:?}",
+        cloud.unlaunchable(&pool())
+    );
+}
+
+#[tokio::test]
+async fn the_live_catalog_matches_the_built_in_one_and_uses_ec2_spot_prices() {
+    let peer = MotoPeer::start();
+    let (cloud, _, _) = ready_cloud(&peer).await;
+    let live = cloud.instance_types(&pool());
+    let builtin = Catalog::builtin();
+    for name in ["m5.large", "c6g.xlarge", "g4dn.xlarge"] {
+        let l = live.iter().find(|t| t.name == name).expect(name);
+        let b = builtin.get(name).expect(name);
+        assert_eq!(l.labels, b.labels, "{name}: labels");
+        assert_eq!(l.capacity, b.capacity, "{name}: capacity");
+        assert_eq!(l.overhead, b.overhead, "{name}: overhead");
+        for o in &l.offerings {
+            let want = b
+                .offerings
+                .iter()
+                .find(|x| x.zone == o.zone && x.capacity_type == o.capacity_type)
+                .expect("the same offering");
+            assert!((o.price - want.price).abs() < 1e-9, "{name} {o:?}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_fleet_launch_uses_a_content_keyed_template_with_imdsv2_and_tags_the_instance() {
+    let peer = MotoPeer::start();
+    let (mut cloud, _, net) = ready_cloud(&peer).await;
+    let req = request(&cloud, "web-abcde", &["m5.large"], CapacityType::OnDemand);
+    let launched = cloud.create(req.clone()).await.expect("launched");
+    let i = &launched.instance;
+    assert!(
+        i.provider_id.starts_with("aws:///us-east-1"),
+        "{}",
+        i.provider_id
+    );
+    assert_eq!(i.instance_type, "m5.large");
+    assert_eq!(i.capacity_type, CapacityType::OnDemand);
+    assert_eq!(i.image_id.as_deref(), Some(AL2023_X86_AMI));
+    assert!(i.hostname.ends_with(".ec2.internal"), "{}", i.hostname);
+    assert!(
+        launched
+            .annotations
+            .contains_key("karpenter.k8s.aws/ec2nodeclass-hash")
+    );
+
+    let tags = instance_tags(&peer, &i.provider_id).await;
+    for (k, v) in [
+        ("karpenter.sh/nodepool", "web"),
+        ("karpenter.sh/nodeclaim", "web-abcde"),
+        ("karpenter.k8s.aws/ec2nodeclass", "default"),
+        ("kubernetes.io/cluster/test-cluster", "owned"),
+        ("eks:eks-cluster-name", CLUSTER),
+        ("team", "platform"),
+    ] {
+        assert_eq!(
+            tags.get(k).map(String::as_str),
+            Some(v),
+            "tag {k}: {tags:?}"
+        );
+    }
+
+    // The fleet: instant, lowest-price for on-demand, overrides in the tagged subnets.
+    let fleets = peer.fleets();
+    let f = &fleets.as_array().unwrap()[0];
+    assert_eq!(f["on_demand_allocation_strategy"], "lowest-price", "{f}");
+    let subnets: Vec<&str> = f["overrides"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            o["SubnetId"]
+                .as_str()
+                .or(o["subnet_id"].as_str())
+                .unwrap_or_default()
+        })
+        .collect();
+    assert!(
+        subnets
+            .iter()
+            .all(|s| *s == net.subnet_a || *s == net.subnet_b),
+        "{subnets:?}"
+    );
+
+    // The template: IMDSv2 required, hop limit 1, the AMI, the group, nodeadm user data.
+    let ec2 = ec2(&peer);
+    let templates = ec2.describe_launch_templates().send().await.unwrap();
+    let t = &templates.launch_templates()[0];
+    let name = t.launch_template_name().unwrap().to_string();
+    assert!(name.starts_with("karpenter.k8s.aws/"), "{name}");
+    let versions = ec2
+        .describe_launch_template_versions()
+        .launch_template_name(&name)
+        .send()
+        .await
+        .unwrap();
+    let data = versions.launch_template_versions()[0]
+        .launch_template_data()
+        .unwrap();
+    let md = data.metadata_options().unwrap();
+    assert_eq!(md.http_tokens().map(|t| t.as_str()), Some("required"));
+    assert_eq!(md.http_put_response_hop_limit(), Some(1));
+    assert_eq!(md.http_endpoint().map(|e| e.as_str()), Some("enabled"));
+    assert_eq!(data.image_id(), Some(AL2023_X86_AMI));
+    assert_eq!(data.security_group_ids(), [net.group.as_str()]);
+    let bdm = &data.block_device_mappings()[0];
+    assert_eq!(bdm.device_name(), Some("/dev/xvda"));
+    assert_eq!(bdm.ebs().and_then(|e| e.volume_size()), Some(20));
+    let user_data = String::from_utf8(
+        base64::engine::general_purpose::STANDARD
+            .decode(data.user_data().unwrap())
+            .unwrap(),
+    )
+    .unwrap();
+    assert!(
+        user_data.contains("Content-Type: application/node.eks.aws"),
+        "{user_data}"
+    );
+    assert!(user_data.contains("kind: NodeConfig"), "{user_data}");
+    assert!(
+        user_data.contains("apiServerEndpoint: https://api.test-cluster.example"),
+        "{user_data}"
+    );
+    assert!(
+        user_data.contains("--node-labels=karpenter.sh/nodepool=web"),
+        "{user_data}"
+    );
+
+    // Same content, same template: a second launch makes no new one.
+    cloud
+        .create(LaunchRequest {
+            nodeclaim: "web-fghij".into(),
+            ..req
+        })
+        .await
+        .expect("second launch");
+    let templates = ec2.describe_launch_templates().send().await.unwrap();
+    assert_eq!(templates.launch_templates().len(), 1);
+}
+
+#[tokio::test]
+async fn ice_on_the_first_offering_falls_over_to_the_next_and_is_reported() {
+    let peer = MotoPeer::start();
+    let (mut cloud, _, _) = ready_cloud(&peer).await;
+    let req = request(
+        &cloud,
+        "web-ice01",
+        &["m5.large", "m5.xlarge"],
+        CapacityType::Spot,
+    );
+    let first = req.offerings[0].clone();
+    peer.ice(&[(
+        first.instance_type.as_str(),
+        first.zone.as_str(),
+        Some("spot"),
+    )]);
+    let launched = cloud
+        .create(req.clone())
+        .await
+        .expect("the next offering launches");
+    let i = &launched.instance;
+    assert_eq!(i.capacity_type, CapacityType::Spot);
+    assert_ne!(
+        (i.instance_type.as_str(), i.zone.as_str()),
+        (first.instance_type.as_str(), first.zone.as_str())
+    );
+    assert_eq!(launched.unavailable.len(), 1, "{:?}", launched.unavailable);
+    let u = &launched.unavailable[0];
+    assert_eq!(
+        (u.instance_type.as_str(), u.zone.as_str(), u.capacity_type),
+        (
+            first.instance_type.as_str(),
+            first.zone.as_str(),
+            CapacityType::Spot
+        )
+    );
+    let fleets = peer.fleets();
+    let f = fleets.as_array().unwrap().last().unwrap();
+    assert_eq!(
+        f["spot_allocation_strategy"], "price-capacity-optimized",
+        "{f}"
+    );
+
+    // Every offering out of capacity: an InsufficientCapacity error naming them all.
+    let pairs: Vec<(String, String)> = req
+        .offerings
+        .iter()
+        .map(|o| (o.instance_type.clone(), o.zone.clone()))
+        .collect();
+    let pairs: Vec<(&str, &str, Option<&str>)> = pairs
+        .iter()
+        .map(|(t, z)| (t.as_str(), z.as_str(), None))
+        .collect();
+    peer.ice(&pairs);
+    match cloud
+        .create(LaunchRequest {
+            nodeclaim: "web-ice02".into(),
+            ..req.clone()
+        })
+        .await
+    {
+        Err(karpenter_tui::cloud::LaunchError::InsufficientCapacity { offerings, .. }) => {
+            assert_eq!(offerings.len(), req.offerings.len());
+        }
+        other => panic!("expected InsufficientCapacity, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn launches_of_one_shape_in_a_round_share_one_fleet_call() {
+    let peer = MotoPeer::start();
+    let (mut cloud, _, _) = ready_cloud(&peer).await;
+    let names = ["web-b0001", "web-b0002", "web-b0003"];
+    let requests: Vec<LaunchRequest> = names
+        .iter()
+        .map(|n| request(&cloud, n, &["m5.large"], CapacityType::OnDemand))
+        .collect();
+    let before = peer.fleets().as_array().unwrap().len();
+    let results = cloud.create_all(requests).await;
+    let fleets = peer.fleets();
+    let fleets = fleets.as_array().unwrap();
+    assert_eq!(fleets.len() - before, 1, "one CreateFleet call: {fleets:?}");
+    assert_eq!(fleets.last().unwrap()["total_target_capacity"], 3);
+    let mut ids = Vec::new();
+    for (name, r) in names.iter().zip(results) {
+        let l = r.expect("launched");
+        let tags = instance_tags(&peer, &l.instance.provider_id).await;
+        assert_eq!(
+            tags.get("karpenter.sh/nodeclaim").map(String::as_str),
+            Some(*name)
+        );
+        ids.push(l.instance.provider_id);
+    }
+    ids.dedup();
+    assert_eq!(ids.len(), 3, "three instances");
+}
+
+#[tokio::test]
+async fn terminate_is_idempotent_and_list_finds_the_clusters_instances_by_tag() {
+    let peer = MotoPeer::start();
+    let (mut cloud, _, net) = ready_cloud(&peer).await;
+    let launched = cloud
+        .create(request(
+            &cloud,
+            "web-t0001",
+            &["m5.large"],
+            CapacityType::OnDemand,
+        ))
+        .await
+        .expect("launched");
+    // An instance of this cluster no NodeClaim launched (garbage collection's orphan).
+    let ec2 = ec2(&peer);
+    let orphan = ec2
+        .run_instances()
+        .image_id(AL2023_X86_AMI)
+        .instance_type(aws_sdk_ec2::types::InstanceType::M5Large)
+        .min_count(1)
+        .max_count(1)
+        .subnet_id(&net.subnet_a)
+        .tag_specifications(tagged(
+            aws_sdk_ec2::types::ResourceType::Instance,
+            &[
+                ("kubernetes.io/cluster/test-cluster", "owned"),
+                ("karpenter.sh/nodepool", "web"),
+            ],
+        ))
+        .send()
+        .await
+        .unwrap();
+    let orphan_id = orphan.instances()[0].instance_id().unwrap().to_string();
+    // And one of another cluster.
+    ec2.run_instances()
+        .image_id(AL2023_X86_AMI)
+        .instance_type(aws_sdk_ec2::types::InstanceType::M5Large)
+        .min_count(1)
+        .max_count(1)
+        .tag_specifications(tagged(
+            aws_sdk_ec2::types::ResourceType::Instance,
+            &[
+                ("kubernetes.io/cluster/other", "owned"),
+                ("karpenter.sh/nodepool", "web"),
+            ],
+        ))
+        .send()
+        .await
+        .unwrap();
+
+    let listed = cloud.list().await.expect("list");
+    let mut found: Vec<(&str, &str)> = listed
+        .iter()
+        .map(|i| {
+            (
+                i.provider_id.rsplit('/').next().unwrap(),
+                i.nodeclaim.as_str(),
+            )
+        })
+        .collect();
+    found.sort();
+    let launched_id = launched.instance.provider_id.rsplit('/').next().unwrap();
+    let mut want = vec![(launched_id, "web-t0001"), (orphan_id.as_str(), "")];
+    want.sort();
+    assert_eq!(found, want);
+
+    cloud
+        .delete(&launched.instance.provider_id)
+        .await
+        .expect("terminate");
+    cloud
+        .delete(&launched.instance.provider_id)
+        .await
+        .expect("terminating again is fine");
+    cloud
+        .delete("aws:///us-east-1a/i-0000000000000dead")
+        .await
+        .expect("an unknown instance is gone");
+    let listed = cloud.list().await.expect("list");
+    assert!(
+        listed.iter().all(|i| !i.provider_id.ends_with(launched_id)),
+        "terminated instances are not listed"
+    );
+}
+
+#[tokio::test]
+async fn a_new_ami_behind_the_alias_drifts_the_node_and_a_nodeclass_edit_too() {
+    let peer = MotoPeer::start();
+    let (mut cloud, h, _) = ready_cloud(&peer).await;
+    let launched = cloud
+        .create(request(
+            &cloud,
+            "web-d0001",
+            &["m5.large"],
+            CapacityType::OnDemand,
+        ))
+        .await
+        .expect("launched");
+    let claim = claim("web-d0001", &launched);
+    assert_eq!(cloud.drifted(&claim, &pool()), None);
+    cloud.list().await.expect("list (instance facts)");
+    assert_eq!(cloud.drifted(&claim, &pool()), None);
+
+    // A new AL2023 release: the recommended parameter names a newer image.
+    let newer = peer.register_ami(
+        "amazon-eks-node-al2023-x86_64-standard-1.33-v20241201",
+        "x86_64",
+        "2024-12-01T00:00:00.000Z",
+    );
+    peer.set_ssm(AL2023_X86_PARAM, &newer);
+    let before = cloud.generation();
+    h.resolve_all().await;
+    assert!(
+        cloud.generation() > before,
+        "the controller is told to look again"
+    );
+    assert_eq!(cloud.drifted(&claim, &pool()).as_deref(), Some("AMIDrift"));
+
+    // A static field of the NodeClass (its tags) changes: NodeClassDrift comes first.
+    let mut edited = discovery_nodeclass();
+    edited.spec.tags.insert("team".into(), "payments".into());
+    h.set_nodeclass(&edited);
+    assert_eq!(
+        cloud.drifted(&claim, &pool()).as_deref(),
+        Some("NodeClassDrift")
+    );
+}
+
+#[tokio::test]
+async fn throttled_describe_calls_are_retried_with_backoff() {
+    let peer = MotoPeer::start();
+    let cloud = AwsCloud::connect(options(&peer)).await.expect("connect");
+    peer.clear_requests();
+    peer.throttle("DescribeInstanceTypes", 2);
+    let n = cloud
+        .handle()
+        .refresh_catalog()
+        .await
+        .expect("retried until it passes");
+    assert!(n > 500, "{n} types");
+    let calls: Vec<bool> = peer
+        .requests()
+        .into_iter()
+        .filter(|c| c.action.as_deref() == Some("DescribeInstanceTypes"))
+        .map(|c| c.throttled)
+        .collect();
+    assert_eq!(&calls[..3], [true, true, false], "{calls:?}");
+}
