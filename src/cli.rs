@@ -130,8 +130,8 @@ pub enum Command {
     Run {
         #[command(flatten)]
         kube: KubeArgs,
-        #[arg(long, value_enum, default_value_t = Cloud::Sim)]
-        cloud: Cloud,
+        #[command(flatten)]
+        cloud: CloudArgs,
     },
     /// The console attached to a cluster where a controller already runs: ours (found by
     /// its Lease) or upstream Karpenter (found by its API). Nothing runs locally but an
@@ -153,8 +153,8 @@ pub enum Command {
     Controller {
         #[command(flatten)]
         kube: KubeArgs,
-        #[arg(long, value_enum, default_value_t = Cloud::Sim)]
-        cloud: Cloud,
+        #[command(flatten)]
+        cloud: CloudArgs,
         /// Where /metrics, /healthz and /readyz are served.
         #[arg(long, default_value = "0.0.0.0:8080", value_name = "ADDR:PORT")]
         metrics_addr: String,
@@ -180,6 +180,37 @@ pub struct KubeArgs {
     /// Namespace of the controller's Lease and of the settings ConfigMap.
     #[arg(long, env = "POD_NAMESPACE", default_value = "karpenter-tui")]
     pub namespace: String,
+}
+
+/// Which cloud launches nodes, and for `--cloud aws` how to reach EC2 and what nodes must
+/// know to join the cluster. Credentials come from the standard AWS chain (environment,
+/// profile, SSO, IMDS, web identity) and are never printed.
+#[derive(clap::Args, Debug, Clone)]
+pub struct CloudArgs {
+    #[arg(long, value_enum, default_value_t = Cloud::Sim)]
+    pub cloud: Cloud,
+    /// AWS region (default: the AWS chain's: AWS_REGION, the profile, IMDS).
+    #[arg(long, value_name = "REGION")]
+    pub region: Option<String>,
+    /// One endpoint URL for EC2, SSM and IAM (an emulator; default: AWS's, or
+    /// AWS_ENDPOINT_URL).
+    #[arg(long, value_name = "URL")]
+    pub aws_endpoint: Option<String>,
+    /// The cluster's name: instances are tagged kubernetes.io/cluster/NAME and found by
+    /// it. Required with --cloud aws.
+    #[arg(long, env = "CLUSTER_NAME", value_name = "NAME")]
+    pub cluster_name: Option<String>,
+    /// The API server URL nodes join (default: the kubeconfig's server).
+    #[arg(long, env = "CLUSTER_ENDPOINT", value_name = "URL")]
+    pub cluster_endpoint: Option<String>,
+    /// The cluster's service CIDR, for the nodes' nodeadm config (nodeadm derives the
+    /// cluster DNS address from it).
+    #[arg(long, value_name = "CIDR")]
+    pub cluster_cidr: Option<String>,
+    /// The cluster's Kubernetes minor version (1.33), which AMI aliases resolve against
+    /// (default: the API server's /version).
+    #[arg(long, value_name = "X.Y")]
+    pub kubernetes_version: Option<String>,
 }
 
 /// `--cloud`.

@@ -7,10 +7,13 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use karpenter_tui::cloud::aws::user_data::ClusterInfo;
+use karpenter_tui::cloud::aws::{AwsCloud, AwsOptions, price_book};
 use karpenter_tui::cloud::kwok::KwokCloud;
+use karpenter_tui::cloud::live::LiveCloud;
 use karpenter_tui::cluster::kube::lease::{LeaderElector, LeaseConfig, default_identity};
 use karpenter_tui::cluster::kube::protocol::{self, Remote};
-use karpenter_tui::cluster::kube::{self, Connection, KubeCluster};
+use karpenter_tui::cluster::kube::{self, Connection, KubeCluster, PriceBook};
 use karpenter_tui::control::approvals::{PolicyTable, Rule};
 use karpenter_tui::control::clock::SystemClock;
 use karpenter_tui::control::controller::{Controller, Settings};
@@ -21,7 +24,7 @@ use karpenter_tui::tui::launch;
 use karpenter_tui::tui::logpane::LogPane;
 use tokio::sync::watch;
 
-use crate::cli::{Cloud, KubeArgs};
+use crate::cli::{Cloud, CloudArgs, KubeArgs};
 
 /// How long the watches get to list the cluster before the controller gives up.
 const SYNC_LIMIT: Duration = Duration::from_secs(120);
@@ -49,24 +52,75 @@ async fn connect(kube: &KubeArgs) -> Result<Connection, String> {
     Ok(conn)
 }
 
-/// A controller over the cluster with the chosen cloud. Only the KWOK-style cloud exists
-/// so far; the AWS provider is issue 8.
-fn controller(
+/// The cloud the flags choose. `leading` gates the AWS provider's EC2NodeClass status
+/// writes to the leader (`None`: this process always leads).
+async fn live_cloud(
     conn: &Connection,
-    cloud: Cloud,
+    args: &CloudArgs,
+    leading: Option<watch::Receiver<bool>>,
+    wake: Arc<tokio::sync::Notify>,
+) -> Result<(LiveCloud, PriceBook), String> {
+    if args.cloud == Cloud::Sim {
+        let catalog = Catalog::builtin_shared();
+        let prices = live::catalog_prices(catalog.clone());
+        return Ok((
+            LiveCloud::Kwok(KwokCloud::new(conn.client.clone(), &catalog)),
+            prices,
+        ));
+    }
+    let name = args.cluster_name.clone().ok_or(
+        "--cloud aws needs --cluster-name (or CLUSTER_NAME): instances are tagged with it",
+    )?;
+    let kubernetes_version = match &args.kubernetes_version {
+        Some(v) => v.clone(),
+        None => {
+            let info = conn.client.apiserver_version().await.map_err(|e| {
+                format!("reading the API server's /version for AMI aliases ({e}); pass --kubernetes-version")
+            })?;
+            format!("{}.{}", info.major, info.minor.trim_end_matches('+'))
+        }
+    };
+    let opts = AwsOptions {
+        region: args.region.clone(),
+        endpoint: args.aws_endpoint.clone(),
+        cluster: ClusterInfo {
+            name,
+            endpoint: args
+                .cluster_endpoint
+                .clone()
+                .unwrap_or_else(|| conn.server.clone()),
+            ca_bundle: conn.ca_bundle.clone(),
+            cidr: args.cluster_cidr.clone(),
+        },
+        kubernetes_version,
+        max_attempts: 6,
+        credentials: None,
+    };
+    let cloud = AwsCloud::connect(opts).await?;
+    let handle = cloud.handle();
+    karpenter_tui::cloud::aws::watch::spawn(handle.clone(), conn.client.clone(), leading, wake);
+    Ok((LiveCloud::Aws(Box::new(cloud)), price_book(handle)))
+}
+
+/// A controller over the cluster with the chosen cloud.
+async fn controller(
+    conn: &Connection,
+    cloud: &CloudArgs,
     policy: PolicyTable,
     identity: &str,
-) -> Result<Controller<KubeCluster, KwokCloud>, String> {
-    if cloud == Cloud::Aws {
-        return Err(
-            "--cloud aws: the AWS provider is not part of this build yet (issue 8); use \
-             --cloud sim"
-                .into(),
-        );
-    }
-    let catalog = Catalog::builtin_shared();
-    let cluster = KubeCluster::start(conn, live::catalog_prices(catalog.clone()), identity);
-    let cloud = KwokCloud::new(conn.client.clone(), &catalog);
+    leading: Option<watch::Receiver<bool>>,
+) -> Result<Controller<KubeCluster, LiveCloud>, String> {
+    let wake = Arc::new(tokio::sync::Notify::new());
+    let (cloud, prices) = live_cloud(conn, cloud, leading, wake.clone()).await?;
+    let cluster = KubeCluster::start(conn, prices, identity);
+    // The cloud's background work wakes the loop the watches wake.
+    let loop_wake = cluster.wake();
+    tokio::spawn(async move {
+        loop {
+            wake.notified().await;
+            loop_wake.notify_one();
+        }
+    });
     let now = chrono::Utc::now();
     Ok(Controller::new(
         cluster,
@@ -96,13 +150,13 @@ fn block_on(body: impl std::future::Future<Output = Result<(), String>>) -> Exit
 /// Connects, and starts a controller's watches (see [`controller`]).
 async fn start(
     kube: &KubeArgs,
-    cloud: Cloud,
+    cloud: &CloudArgs,
     policy: PolicyTable,
     identity: impl FnOnce(&Connection) -> String,
-) -> Result<(Connection, Controller<KubeCluster, KwokCloud>), String> {
+) -> Result<(Connection, Controller<KubeCluster, LiveCloud>), String> {
     let conn = connect(kube).await?;
     let identity = identity(&conn);
-    let controller = controller(&conn, cloud, policy, &identity)?;
+    let controller = controller(&conn, cloud, policy, &identity, None).await?;
     Ok((conn, controller))
 }
 
@@ -110,7 +164,7 @@ async fn start(
 /// or event lines (JSON) on stdout otherwise.
 pub fn run(
     kube: &KubeArgs,
-    cloud: Cloud,
+    cloud: &CloudArgs,
     rules: Option<Vec<String>>,
     opts: &launch::Options,
     pane: Option<LogPane>,
@@ -210,7 +264,16 @@ pub fn attach(
         return fail("attach is the console: run it on a terminal");
     };
     block_on(async {
-        let (conn, controller) = start(kube, Cloud::Sim, PolicyTable::default(), |c| {
+        let sim = CloudArgs {
+            cloud: Cloud::Sim,
+            region: None,
+            aws_endpoint: None,
+            cluster_name: None,
+            cluster_endpoint: None,
+            cluster_cidr: None,
+            kubernetes_version: None,
+        };
+        let (conn, controller) = start(kube, &sim, PolicyTable::default(), |c| {
             format!("{}@{}", c.user, default_identity())
         })
         .await?;
@@ -274,7 +337,7 @@ fn lease_config(text: &str) -> Result<LeaseConfig, String> {
 /// over without waiting for it to expire.
 pub fn controller_cmd(
     kube: &KubeArgs,
-    cloud: Cloud,
+    cloud: &CloudArgs,
     metrics_addr: &str,
     lease: &str,
     rules: Option<Vec<String>>,
@@ -286,7 +349,19 @@ pub fn controller_cmd(
         let config = lease_config(lease)?;
         let policy = policy(rules)?;
         let identity = default_identity();
-        let (conn, mut controller) = start(kube, cloud, policy, |_| identity.clone()).await?;
+        let conn = connect(kube).await?;
+        let lease_name = karpenter_tui::api::protocol::LEASE;
+        let elector = LeaderElector::new(
+            conn.client.clone(),
+            &conn.namespace,
+            lease_name,
+            identity.clone(),
+            config,
+        )
+        .map_err(|e| e.to_string())?;
+        let mut leader = elector.subscribe();
+        let mut controller =
+            controller(&conn, cloud, policy, &identity, Some(leader.clone())).await?;
         let metrics = controller.disruption.metrics.clone();
         let health = Health::new(karpenter_tui::control::endpoints::DEFAULT_STALL_AFTER);
         let endpoints = Endpoints::bind(addr, metrics.clone(), health.clone())
@@ -301,16 +376,6 @@ pub fn controller_cmd(
         let endpoints_task = tokio::spawn(endpoints.serve(async move {
             let _ = stopped.wait_for(|s| *s).await;
         }));
-        let lease_name = karpenter_tui::api::protocol::LEASE;
-        let elector = LeaderElector::new(
-            conn.client.clone(),
-            &conn.namespace,
-            lease_name,
-            identity.clone(),
-            config,
-        )
-        .map_err(|e| e.to_string())?;
-        let mut leader = elector.subscribe();
         let (release_tx, mut release) = watch::channel(false);
         let election = tokio::spawn(elector.run(async move {
             let _ = release.wait_for(|r| *r).await;

@@ -1,6 +1,10 @@
 //! The binary: parse flags, pick a mode, wire implementations. Kept thin; see cli.rs for
 //! the command line and the library for the work.
 
+// The cluster modes' futures (controller, AWS provider, console) nest deeper than the
+// compiler's default layout depth.
+#![recursion_limit = "256"]
+
 mod cli;
 mod live_cmd;
 
@@ -77,7 +81,7 @@ fn main() -> ExitCode {
         Some(Command::Migrate { file }) => run_migrate(&file),
         Some(Command::Bench(b)) => run_bench(b),
         Some(Command::Run { kube, cloud }) => {
-            live_cmd::run(&kube, cloud, cli.approve.rules(), &console_opts, pane)
+            live_cmd::run(&kube, &cloud, cli.approve.rules(), &console_opts, pane)
         }
         Some(Command::Attach { kube, write }) => {
             live_cmd::attach(&kube, write, &console_opts, pane)
@@ -87,7 +91,7 @@ fn main() -> ExitCode {
             cloud,
             metrics_addr,
             lease,
-        }) => live_cmd::controller_cmd(&kube, cloud, &metrics_addr, &lease, cli.approve.rules()),
+        }) => live_cmd::controller_cmd(&kube, &cloud, &metrics_addr, &lease, cli.approve.rules()),
     }
 }
 

@@ -6,16 +6,17 @@
 
 #[path = "peers/kube_peer.rs"]
 mod kube_peer;
+#[path = "peers/proc.rs"]
+mod proc;
 #[path = "peers/tmux.rs"]
 mod tmux;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use kube_peer::KubePeer;
+use proc::Proc;
 use serde_json::Value;
 use tmux::Tmux;
 
@@ -115,98 +116,6 @@ status:
   - {{type: Ready, status: "True", reason: KubeletReady, lastTransitionTime: "2026-01-01T00:00:00Z"}}
 "#
     )
-}
-
-/// A child process whose stderr is collected, killed on drop.
-struct Proc {
-    child: Child,
-    stderr: Arc<Mutex<String>>,
-    stdout: Arc<Mutex<String>>,
-}
-
-impl Proc {
-    fn start(args: &[&str]) -> Proc {
-        let mut child = Command::new(BIN)
-            .args(args)
-            .env("KARPENTER_TUI_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start karpenter-tui");
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let stdout = Arc::new(Mutex::new(String::new()));
-        for (pipe, sink) in [
-            (
-                Box::new(child.stderr.take().unwrap()) as Box<dyn Read + Send>,
-                stderr.clone(),
-            ),
-            (Box::new(child.stdout.take().unwrap()), stdout.clone()),
-        ] {
-            std::thread::spawn(move || {
-                for line in BufReader::new(pipe).lines() {
-                    let Ok(line) = line else { break };
-                    let mut s = sink.lock().unwrap();
-                    s.push_str(&line);
-                    s.push('\n');
-                }
-            });
-        }
-        Proc {
-            child,
-            stderr,
-            stdout,
-        }
-    }
-
-    fn stderr(&self) -> String {
-        self.stderr.lock().unwrap().clone()
-    }
-
-    fn stdout(&self) -> String {
-        self.stdout.lock().unwrap().clone()
-    }
-
-    fn wait_stderr(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
-        let start = Instant::now();
-        loop {
-            let s = self.stderr();
-            if pred(&s) {
-                return s;
-            }
-            assert!(
-                start.elapsed() < PATIENCE,
-                "waited for {what}; stderr:\n{s}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    /// SIGTERM, then the exit code.
-    fn terminate(&mut self) -> Option<i32> {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let start = Instant::now();
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status.code();
-            }
-            assert!(
-                start.elapsed() < PATIENCE,
-                "no exit after SIGTERM; stderr:\n{}",
-                self.stderr()
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn json(peer: &KubePeer, args: &[&str]) -> Value {

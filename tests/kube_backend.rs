@@ -23,6 +23,8 @@ async fn connect(peer: &KubePeer) -> Connection {
         user: "peer".into(),
         context: "peer".into(),
         namespace: "default".into(),
+        server: format!("http://127.0.0.1:{}", peer.port()),
+        ca_bundle: None,
     }
 }
 

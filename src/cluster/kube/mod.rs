@@ -51,6 +51,10 @@ pub struct Connection {
     /// The context's namespace (or the pod's), where the settings object and the Lease
     /// live.
     pub namespace: String,
+    /// The API server's URL, which nodes the AWS provider launches join.
+    pub server: String,
+    /// The API server's CA as base64 PEM (EKS's certificateAuthority form), if configured.
+    pub ca_bundle: Option<String>,
 }
 
 /// Connects with a kubeconfig file and context, or, with neither given, the way kubectl
@@ -105,12 +109,43 @@ pub async fn connect(
     config.default_retry = false;
     let namespace =
         std::env::var("POD_NAMESPACE").unwrap_or_else(|_| config.default_namespace.clone());
+    let server = config
+        .cluster_url
+        .to_string()
+        .trim_end_matches('/')
+        .to_string();
+    let ca_bundle = config
+        .root_cert
+        .as_ref()
+        .filter(|c| !c.is_empty())
+        .map(|certs| {
+            use base64::Engine;
+            let b64 = base64::engine::general_purpose::STANDARD;
+            let pem: String = certs
+                .iter()
+                .map(|der| {
+                    let body = b64.encode(der);
+                    let lines: Vec<&str> = body
+                        .as_bytes()
+                        .chunks(64)
+                        .map(|c| std::str::from_utf8(c).unwrap_or_default())
+                        .collect();
+                    format!(
+                        "-----BEGIN CERTIFICATE-----\n{}\n-----END CERTIFICATE-----\n",
+                        lines.join("\n")
+                    )
+                })
+                .collect();
+            b64.encode(pem)
+        });
     let client = kube::Client::try_from(config).map_err(|e| format!("Kubernetes client: {e}"))?;
     Ok(Connection {
         client,
         user,
         context: context_name,
         namespace,
+        server,
+        ca_bundle,
     })
 }
 

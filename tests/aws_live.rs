@@ -1,0 +1,303 @@
+//! `run --cloud aws` end to end: the binary against a Kubernetes API (the kmock peer,
+//! driven by kubectl) and EC2 (the moto peer), both on 127.0.0.1. The EC2NodeClass
+//! resolves and its status is written back, a pending pod gets a NodeClaim whose instance
+//! exists in EC2 with the cluster's tags, and an instance of the cluster that no NodeClaim
+//! owns is garbage collected.
+
+// Both peers include their venv helper (tests/peers/venv.rs) as a private module.
+#![allow(clippy::duplicate_mod)]
+
+#[path = "peers/kube_peer.rs"]
+mod kube_peer;
+#[path = "peers/moto_peer.rs"]
+mod moto_peer;
+#[path = "peers/proc.rs"]
+mod proc;
+
+use std::time::{Duration, Instant};
+
+use aws_sdk_ec2::config::{BehaviorVersion, Credentials, Region};
+use aws_sdk_ec2::types::{ResourceType, Tag, TagSpecification};
+use kube_peer::KubePeer;
+use moto_peer::{AL2023_X86_AMI, MotoPeer};
+use proc::Proc;
+use serde_json::Value;
+
+const PATIENCE: Duration = Duration::from_secs(90);
+/// Garbage collection spares instances younger than this (the controller's GC_GRACE).
+const GC_GRACE: Duration = Duration::from_secs(30);
+
+fn ec2(peer: &MotoPeer) -> aws_sdk_ec2::Client {
+    aws_sdk_ec2::Client::from_conf(
+        aws_sdk_ec2::config::Builder::new()
+            .endpoint_url(peer.endpoint())
+            .region(Region::new("us-east-1"))
+            .credentials_provider(Credentials::new("testing", "testing", None, None, "test"))
+            .behavior_version(BehaviorVersion::latest())
+            .build(),
+    )
+}
+
+fn tags(resource: ResourceType, tags: &[(&str, &str)]) -> TagSpecification {
+    let mut s = TagSpecification::builder().resource_type(resource);
+    for (k, v) in tags {
+        s = s.tags(Tag::builder().key(*k).value(*v).build());
+    }
+    s.build()
+}
+
+/// A tagged subnet and security group for the NodeClass, the node role, and an orphan:
+/// an instance tagged for the cluster that no NodeClaim launched. Returns its id.
+async fn aws_setup(peer: &MotoPeer) -> String {
+    let ec2 = ec2(peer);
+    let vpc = ec2
+        .create_vpc()
+        .cidr_block("10.0.0.0/16")
+        .send()
+        .await
+        .unwrap();
+    let vpc = vpc.vpc().and_then(|v| v.vpc_id()).unwrap().to_string();
+    let subnet = ec2
+        .create_subnet()
+        .vpc_id(&vpc)
+        .cidr_block("10.0.1.0/24")
+        .availability_zone("us-east-1a")
+        .tag_specifications(tags(
+            ResourceType::Subnet,
+            &[("karpenter.sh/discovery", "e2e")],
+        ))
+        .send()
+        .await
+        .unwrap();
+    let subnet = subnet
+        .subnet()
+        .and_then(|s| s.subnet_id())
+        .unwrap()
+        .to_string();
+    ec2.create_security_group()
+        .group_name("nodes")
+        .description("nodes")
+        .vpc_id(&vpc)
+        .tag_specifications(tags(
+            ResourceType::SecurityGroup,
+            &[("karpenter.sh/discovery", "e2e")],
+        ))
+        .send()
+        .await
+        .unwrap();
+    let iam = aws_sdk_iam::Client::from_conf(
+        aws_sdk_iam::config::Builder::new()
+            .endpoint_url(peer.endpoint())
+            .region(aws_sdk_iam::config::Region::new("us-east-1"))
+            .credentials_provider(aws_sdk_iam::config::Credentials::new(
+                "testing", "testing", None, None, "test",
+            ))
+            .behavior_version(aws_sdk_iam::config::BehaviorVersion::latest())
+            .build(),
+    );
+    iam.create_role()
+        .role_name("KarpenterNodeRole-e2e")
+        .assume_role_policy_document(r#"{"Version":"2012-10-17","Statement":[]}"#)
+        .send()
+        .await
+        .unwrap();
+    let orphan = ec2
+        .run_instances()
+        .image_id(AL2023_X86_AMI)
+        .instance_type(aws_sdk_ec2::types::InstanceType::M5Large)
+        .min_count(1)
+        .max_count(1)
+        .subnet_id(&subnet)
+        .tag_specifications(tags(
+            ResourceType::Instance,
+            &[
+                ("kubernetes.io/cluster/e2e", "owned"),
+                ("karpenter.sh/nodepool", "default"),
+            ],
+        ))
+        .send()
+        .await
+        .unwrap();
+    orphan.instances()[0].instance_id().unwrap().to_string()
+}
+
+const MANIFESTS: &str = r#"apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata:
+  name: default
+spec:
+  role: KarpenterNodeRole-e2e
+  amiSelectorTerms:
+  - alias: al2023@latest
+  subnetSelectorTerms:
+  - tags: {karpenter.sh/discovery: e2e}
+  securityGroupSelectorTerms:
+  - tags: {karpenter.sh/discovery: e2e}
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: default
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+      - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+      - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large, m5.xlarge]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web-0, namespace: default, labels: {app: web}}
+spec:
+  containers:
+  - name: main
+    image: nginx
+    resources: {requests: {cpu: "1", memory: 1Gi}}
+status:
+  phase: Pending
+  conditions:
+  - {type: PodScheduled, status: "False", reason: Unschedulable, message: "0/0 nodes are available"}
+"#;
+
+fn json(peer: &KubePeer, args: &[&str]) -> Value {
+    let mut all = args.to_vec();
+    all.extend(["-o", "json"]);
+    serde_json::from_str(&peer.kubectl(&all, "")).expect("kubectl JSON")
+}
+
+fn wait_for<T>(what: &str, proc: &Proc, mut f: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(
+            start.elapsed() < PATIENCE,
+            "waited for {what}; stderr:\n{}\nstdout:\n{}",
+            proc.stderr(),
+            proc.stdout()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+async fn instance_state(peer: &MotoPeer, id: &str) -> (String, Vec<(String, String)>) {
+    let out = ec2(peer)
+        .describe_instances()
+        .instance_ids(id)
+        .send()
+        .await
+        .unwrap();
+    let i = &out.reservations()[0].instances()[0];
+    (
+        i.state()
+            .and_then(|s| s.name())
+            .map(|n| n.as_str().to_string())
+            .unwrap_or_default(),
+        i.tags()
+            .iter()
+            .map(|t| (t.key().unwrap().to_string(), t.value().unwrap().to_string()))
+            .collect(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_with_the_aws_cloud_resolves_the_nodeclass_provisions_a_pod_and_collects_an_orphan() {
+    let moto = MotoPeer::start();
+    let orphan = aws_setup(&moto).await;
+    let orphaned_at = Instant::now();
+    let kube = KubePeer::start();
+    kube.kubectl(&["apply", "-f", "-"], MANIFESTS);
+    // The orphan must be older than the grace period when the controller first looks.
+    if let Some(rest) = GC_GRACE.checked_sub(orphaned_at.elapsed()) {
+        tokio::time::sleep(rest + Duration::from_secs(1)).await;
+    }
+
+    let kubeconfig = kube.kubeconfig_path();
+    let endpoint = moto.endpoint();
+    let mut run = Proc::start_with(
+        &[
+            "run",
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+            "--namespace",
+            "default",
+            "--cloud",
+            "aws",
+            "--region",
+            "us-east-1",
+            "--aws-endpoint",
+            &endpoint,
+            "--cluster-name",
+            "e2e",
+            "--kubernetes-version",
+            "1.33",
+        ],
+        &moto.env(),
+    );
+
+    // The NodeClass resolves and the status says so.
+    let status = wait_for("the EC2NodeClass to be Ready", &run, || {
+        let nc = json(&kube, &["get", "ec2nodeclass", "default"]);
+        let ready = nc["status"]["conditions"]
+            .as_array()?
+            .iter()
+            .any(|c| c["type"] == "Ready" && c["status"] == "True");
+        ready.then(|| nc["status"].clone())
+    });
+    assert_eq!(status["amis"].as_array().map(Vec::len), Some(4), "{status}");
+    assert_eq!(status["subnets"][0]["zone"], "us-east-1a", "{status}");
+    assert!(
+        status["instanceProfile"]
+            .as_str()
+            .is_some_and(|p| p.starts_with("e2e_")),
+        "{status}"
+    );
+
+    // The pod gets a NodeClaim launched on a real (emulated) instance.
+    let claim = wait_for("a launched NodeClaim", &run, || {
+        let claims = json(&kube, &["get", "nodeclaims"]);
+        claims["items"]
+            .as_array()?
+            .iter()
+            .find(|c| c["status"]["providerID"].as_str().is_some())
+            .cloned()
+    });
+    let provider_id = claim["status"]["providerID"].as_str().unwrap().to_string();
+    assert!(
+        provider_id.starts_with("aws:///us-east-1a/i-"),
+        "{provider_id}"
+    );
+    assert_eq!(claim["status"]["imageID"], AL2023_X86_AMI, "{claim}");
+    let it = claim["metadata"]["labels"]["node.kubernetes.io/instance-type"].as_str();
+    assert!(matches!(it, Some("m5.large" | "m5.xlarge")), "{claim}");
+    assert!(
+        claim["metadata"]["annotations"]["karpenter.k8s.aws/ec2nodeclass-hash"].is_string(),
+        "{claim}"
+    );
+    let name = claim["metadata"]["name"].as_str().unwrap().to_string();
+    let id = provider_id.rsplit('/').next().unwrap();
+    let (state, tags) = instance_state(&moto, id).await;
+    assert!(state == "running" || state == "pending", "{state}");
+    assert!(
+        tags.contains(&("karpenter.sh/nodeclaim".into(), name.clone())),
+        "{tags:?}"
+    );
+    assert!(
+        tags.contains(&("kubernetes.io/cluster/e2e".into(), "owned".into())),
+        "{tags:?}"
+    );
+
+    // The orphan was terminated by garbage collection; the NodeClaim's instance was not.
+    let (orphan_state, _) = instance_state(&moto, &orphan).await;
+    assert_eq!(orphan_state, "terminated", "stderr:\n{}", run.stderr());
+    assert!(
+        run.stdout().contains("InstanceGarbageCollected"),
+        "stdout:\n{}",
+        run.stdout()
+    );
+    let (state, _) = instance_state(&moto, id).await;
+    assert_ne!(state, "terminated");
+    assert_eq!(run.terminate(), Some(0), "stderr:\n{}", run.stderr());
+}

@@ -1,0 +1,111 @@
+//! The binary as a child process for the cluster tests: stdout and stderr collected
+//! line by line, SIGTERM and the exit code, killed on drop.
+
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_karpenter-tui");
+/// Bounds every wait; nothing asserts on elapsed time.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+#[allow(dead_code)]
+/// A child process whose stderr is collected, killed on drop.
+pub struct Proc {
+    child: Child,
+    stderr: Arc<Mutex<String>>,
+    stdout: Arc<Mutex<String>>,
+}
+
+#[allow(dead_code)]
+impl Proc {
+    pub fn start(args: &[&str]) -> Proc {
+        Proc::start_with(args, &[])
+    }
+
+    /// Starts the binary with extra environment variables.
+    pub fn start_with(args: &[&str], env: &[(String, String)]) -> Proc {
+        let mut child = Command::new(BIN)
+            .args(args)
+            .env("KARPENTER_TUI_LOG", "info")
+            .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start karpenter-tui");
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let stdout = Arc::new(Mutex::new(String::new()));
+        for (pipe, sink) in [
+            (
+                Box::new(child.stderr.take().unwrap()) as Box<dyn Read + Send>,
+                stderr.clone(),
+            ),
+            (Box::new(child.stdout.take().unwrap()), stdout.clone()),
+        ] {
+            std::thread::spawn(move || {
+                for line in BufReader::new(pipe).lines() {
+                    let Ok(line) = line else { break };
+                    let mut s = sink.lock().unwrap();
+                    s.push_str(&line);
+                    s.push('\n');
+                }
+            });
+        }
+        Proc {
+            child,
+            stderr,
+            stdout,
+        }
+    }
+
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    pub fn stdout(&self) -> String {
+        self.stdout.lock().unwrap().clone()
+    }
+
+    pub fn wait_stderr(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let s = self.stderr();
+            if pred(&s) {
+                return s;
+            }
+            assert!(
+                start.elapsed() < PATIENCE,
+                "waited for {what}; stderr:\n{s}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// SIGTERM, then the exit code.
+    pub fn terminate(&mut self) -> Option<i32> {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code();
+            }
+            assert!(
+                start.elapsed() < PATIENCE,
+                "no exit after SIGTERM; stderr:\n{}",
+                self.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
