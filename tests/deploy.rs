@@ -198,6 +198,7 @@ fn the_cluster_role_grants_exactly_what_the_controller_needs() {
         ),
         ("karpenter.sh", "nodeclaims/status", &["patch"], ""),
         ("karpenter.k8s.aws", "ec2nodeclasses", READ, ""),
+        ("karpenter.k8s.aws", "ec2nodeclasses/status", &["patch"], ""),
         ("", "nodes", &["get", "list", "watch", "patch"], ""),
         ("", "pods", &["get", "list", "watch", "delete"], ""),
         ("", "pods/eviction", &["create"], ""),
