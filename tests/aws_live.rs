@@ -1,8 +1,9 @@
 //! `run --cloud aws` end to end: the binary against a Kubernetes API (the kmock peer,
 //! driven by kubectl) and EC2 (the moto peer), both on 127.0.0.1. The EC2NodeClass
 //! resolves and its status is written back, a pending pod gets a NodeClaim whose instance
-//! exists in EC2 with the cluster's tags, and an instance of the cluster that no NodeClaim
-//! owns is garbage collected.
+//! exists in EC2 with the cluster's tags (after the cheaper offering answered
+//! InsufficientInstanceCapacity, which the next launch then leaves out), and an instance of
+//! the cluster that no NodeClaim owns is garbage collected.
 
 // Both peers include their venv helper (tests/peers/venv.rs) as a private module.
 #![allow(clippy::duplicate_mod)]
@@ -160,6 +161,26 @@ status:
   - {type: PodScheduled, status: "False", reason: Unschedulable, message: "0/0 nodes are available"}
 "#;
 
+/// A pod that may not run beside web-0 (required anti-affinity on the hostname).
+const SPREAD_POD: &str = r#"apiVersion: v1
+kind: Pod
+metadata: {name: web-1, namespace: default, labels: {app: web}}
+spec:
+  affinity:
+    podAntiAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+      - labelSelector: {matchLabels: {app: web}}
+        topologyKey: kubernetes.io/hostname
+  containers:
+  - name: main
+    image: nginx
+    resources: {requests: {cpu: "1", memory: 1Gi}}
+status:
+  phase: Pending
+  conditions:
+  - {type: PodScheduled, status: "False", reason: Unschedulable, message: "0/1 nodes are available"}
+"#;
+
 fn json(peer: &KubePeer, args: &[&str]) -> Value {
     let mut all = args.to_vec();
     all.extend(["-o", "json"]);
@@ -203,10 +224,13 @@ async fn instance_state(peer: &MotoPeer, id: &str) -> (String, Vec<(String, Stri
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn run_with_the_aws_cloud_resolves_the_nodeclass_provisions_a_pod_and_collects_an_orphan() {
+async fn run_with_the_aws_cloud_resolves_the_nodeclass_launches_around_ice_and_collects_an_orphan()
+{
     let moto = MotoPeer::start();
     let orphan = aws_setup(&moto).await;
     let orphaned_at = Instant::now();
+    // m5.large is out of on-demand capacity in the only subnet's zone.
+    moto.ice(&[("m5.large", "us-east-1a", Some("on-demand"))]);
     let kube = KubePeer::start();
     kube.kubectl(&["apply", "-f", "-"], MANIFESTS);
     // The orphan must be older than the grace period when the controller first looks.
@@ -270,8 +294,12 @@ async fn run_with_the_aws_cloud_resolves_the_nodeclass_provisions_a_pod_and_coll
         "{provider_id}"
     );
     assert_eq!(claim["status"]["imageID"], AL2023_X86_AMI, "{claim}");
+    // The cheaper m5.large was tried first, answered ICE, and the fleet fell over.
     let it = claim["metadata"]["labels"]["node.kubernetes.io/instance-type"].as_str();
-    assert!(matches!(it, Some("m5.large" | "m5.xlarge")), "{claim}");
+    assert_eq!(it, Some("m5.xlarge"), "{claim}");
+    let fleets = moto.fleets();
+    let first = &fleets.as_array().unwrap()[0];
+    assert_eq!(first["errors"].as_array().map(Vec::len), Some(1), "{first}");
     assert!(
         claim["metadata"]["annotations"]["karpenter.k8s.aws/ec2nodeclass-hash"].is_string(),
         "{claim}"
@@ -299,5 +327,24 @@ async fn run_with_the_aws_cloud_resolves_the_nodeclass_provisions_a_pod_and_coll
     );
     let (state, _) = instance_state(&moto, id).await;
     assert_ne!(state, "terminated");
+
+    // A second pod that must not share a node: the next fleet leaves m5.large in
+    // us-east-1a out, the unavailable-offerings cache holding it for 3 minutes.
+    kube.kubectl(&["apply", "-f", "-"], SPREAD_POD);
+    let fleets = wait_for("a second fleet", &run, || {
+        let f = moto.fleets();
+        (f.as_array()?.len() >= 2).then_some(f)
+    });
+    let second = &fleets.as_array().unwrap()[1];
+    let types: Vec<&str> = second["overrides"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|o| o["InstanceType"].as_str().or(o["instance_type"].as_str()))
+        .collect();
+    assert!(
+        !types.is_empty() && !types.contains(&"m5.large"),
+        "{second}"
+    );
     assert_eq!(run.terminate(), Some(0), "stderr:\n{}", run.stderr());
 }

@@ -791,6 +791,31 @@ async fn a_new_ami_behind_the_alias_drifts_the_node_and_a_nodeclass_edit_too() {
     );
     assert_eq!(cloud.drifted(&claim, &pool()).as_deref(), Some("AMIDrift"));
 
+    // The parameter goes back; then the security group selector picks another group:
+    // SecurityGroupDrift (selector terms are not in the hash, so not NodeClassDrift).
+    peer.set_ssm(AL2023_X86_PARAM, AL2023_X86_AMI);
+    h.resolve_all().await;
+    assert_eq!(cloud.drifted(&claim, &pool()), None);
+    let mut other_groups = discovery_nodeclass();
+    other_groups.spec.security_group_selector_terms[0].tags =
+        Some(BTreeMap::from([("team".to_string(), "other".to_string())]));
+    h.set_nodeclass(&other_groups);
+    h.resolve_all().await;
+    assert_eq!(
+        cloud.drifted(&claim, &pool()).as_deref(),
+        Some("SecurityGroupDrift")
+    );
+    // Subnets that no longer include the instance's: SubnetDrift.
+    let mut other_subnets = discovery_nodeclass();
+    other_subnets.spec.subnet_selector_terms[0].tags =
+        Some(BTreeMap::from([("team".to_string(), "other".to_string())]));
+    h.set_nodeclass(&other_subnets);
+    h.resolve_all().await;
+    assert_eq!(
+        cloud.drifted(&claim, &pool()).as_deref(),
+        Some("SubnetDrift")
+    );
+
     // A static field of the NodeClass (its tags) changes: NodeClassDrift comes first.
     let mut edited = discovery_nodeclass();
     edited.spec.tags.insert("team".into(), "payments".into());
