@@ -40,6 +40,7 @@ use crate::api::nodeclaim::Operator;
 use crate::api::nodepool::NodePool;
 use crate::cluster::NodeClaimObject;
 use crate::engine::catalog::{CapacityType, Catalog, InstanceType};
+use crate::engine::provisioning::Launch;
 
 /// Tags upstream puts on every instance (`pkg/providers/instance` getTags).
 pub const NODECLAIM_TAG: &str = "karpenter.sh/nodeclaim";
@@ -197,36 +198,42 @@ impl AwsHandle {
             .map(|o| o.price)
     }
 
-    /// A NodeClass was created or changed: it is not Ready until resolved.
-    pub fn set_nodeclass(&self, nc: &EC2NodeClass) {
+    /// A NodeClass was created or changed: it is not Ready until resolved. Returns whether
+    /// its spec is new (the watch also delivers our own status writes, which change
+    /// nothing to resolve).
+    pub fn set_nodeclass(&self, nc: &EC2NodeClass) -> bool {
         let name = nc.metadata.name.clone().unwrap_or_default();
         let mut all = self
             .shared
             .nodeclasses
             .write()
             .unwrap_or_else(|e| e.into_inner());
-        let hash = nodeclass::hash(&nc.spec);
-        let resolved = match all.get(&name) {
+        let status = nc.status.clone().unwrap_or_default();
+        if let Some(old) = all.get_mut(&name)
+            && old.spec == nc.spec
+        {
             // Same spec: the resolution stands until the next refresh.
-            Some(old) if old.spec == nc.spec => old.resolved.clone(),
-            _ => Err(NotReady {
-                condition: "SubnetsReady",
-                reason: "AwaitingReconciliation".into(),
-                message: "not resolved yet".into(),
-            }),
-        };
+            old.status = status;
+            old.generation = nc.metadata.generation;
+            return false;
+        }
         all.insert(
             name,
             NodeClassState {
                 spec: nc.spec.clone(),
                 generation: nc.metadata.generation,
-                hash,
-                resolved,
-                status: nc.status.clone().unwrap_or_default(),
+                hash: nodeclass::hash(&nc.spec),
+                resolved: Err(NotReady {
+                    condition: "SubnetsReady",
+                    reason: "AwaitingReconciliation".into(),
+                    message: "not resolved yet".into(),
+                }),
+                status,
             },
         );
         drop(all);
         self.bump();
+        true
     }
 
     pub fn remove_nodeclass(&self, name: &str) {
@@ -377,11 +384,15 @@ impl AwsCloud {
             shared: Arc::new(Shared::default()),
             opts: Arc::new(opts),
         };
+        let began = std::time::Instant::now();
         let n = handle
             .refresh_catalog()
             .await
             .map_err(|e| format!("AWS provider: {e}"))?;
-        tracing::info!("AWS provider: {n} instance types");
+        tracing::info!(
+            "AWS provider: {n} instance types with offerings and spot prices in {:.2} s",
+            began.elapsed().as_secs_f64()
+        );
         Ok(AwsCloud {
             handle,
             templates: Templates::default(),
@@ -623,8 +634,9 @@ impl AwsCloud {
             template_of_ami.insert(ami.id.clone(), t);
         }
         let subnets = &resolved.subnets;
+        let offerings = generic_offerings(&r.offerings, &catalog);
         let (ct, overrides) = fleet::overrides(
-            &r.offerings,
+            &offerings,
             |zone| {
                 subnets
                     .iter()
@@ -660,6 +672,40 @@ impl AwsCloud {
             },
             annotations,
         ))
+    }
+}
+
+/// The offerings without exotic instance types (metal sizes, GPUs, Neuron, Gaudi) when
+/// any remain: a pod that does not ask for an accelerator should not get one because it
+/// happened to be the cheapest spot offering. Mirrors upstream's
+/// `filterExoticInstanceTypes`, applied at launch as there.
+fn generic_offerings(offerings: &[Launch], catalog: &Catalog) -> Vec<Launch> {
+    use crate::engine::catalog::{
+        RESOURCE_AMD_GPU, RESOURCE_AWS_NEURON, RESOURCE_HABANA_GAUDI, RESOURCE_NVIDIA_GPU,
+    };
+    let exotic = |name: &str| {
+        catalog.get(name).is_some_and(|it| {
+            it.label(crate::api::labels::INSTANCE_SIZE)
+                .is_some_and(|s| s.contains("metal"))
+                || [
+                    RESOURCE_AWS_NEURON,
+                    RESOURCE_AMD_GPU,
+                    RESOURCE_NVIDIA_GPU,
+                    RESOURCE_HABANA_GAUDI,
+                ]
+                .iter()
+                .any(|r| it.capacity.get(r) > 0)
+        })
+    };
+    let generic: Vec<Launch> = offerings
+        .iter()
+        .filter(|o| !exotic(&o.instance_type))
+        .cloned()
+        .collect();
+    if generic.is_empty() {
+        offerings.to_vec()
+    } else {
+        generic
     }
 }
 
@@ -873,12 +919,17 @@ impl CloudProvider for AwsCloud {
         }
         match self.nodeclass_of(pool) {
             Err(e) => Some(e),
-            Ok(s) => s.resolved.err().map(|e| {
-                format!(
-                    "EC2NodeClass {} is not ready: {e}",
-                    pool.spec.template.spec.node_class_ref.name
-                )
-            }),
+            // Not resolved yet is not a reason: resolution is under way.
+            Ok(s) => s
+                .resolved
+                .err()
+                .filter(|e| e.reason != "AwaitingReconciliation")
+                .map(|e| {
+                    format!(
+                        "EC2NodeClass {} is not ready: {e}",
+                        pool.spec.template.spec.node_class_ref.name
+                    )
+                }),
         }
     }
 }
@@ -886,4 +937,32 @@ impl CloudProvider for AwsCloud {
 /// Prices of the provider's catalog, for NodeClaims read back from the API server.
 pub fn price_book(handle: AwsHandle) -> crate::cluster::kube::PriceBook {
     Arc::new(move |t: &str, z: &str, ct: CapacityType| handle.price(t, z, ct))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn launch(t: &str) -> Launch {
+        Launch {
+            instance_type: t.into(),
+            zone: "us-east-1a".into(),
+            capacity_type: CapacityType::Spot,
+            price: 0.1,
+        }
+    }
+
+    #[test]
+    fn accelerated_and_metal_types_only_when_nothing_else_fits() {
+        let catalog = Catalog::builtin();
+        let mixed = [
+            launch("inf1.xlarge"),
+            launch("g4dn.xlarge"),
+            launch("m5.metal"),
+            launch("m5.large"),
+        ];
+        assert_eq!(generic_offerings(&mixed, &catalog), [launch("m5.large")]);
+        let only = [launch("g4dn.xlarge")];
+        assert_eq!(generic_offerings(&only, &catalog), only);
+    }
 }

@@ -37,8 +37,9 @@ pub fn spawn(
                     if let Some(name) = nc.metadata.name.clone() {
                         listed.push(name);
                     }
-                    h.set_nodeclass(&nc);
-                    changed.notify_one();
+                    if h.set_nodeclass(&nc) {
+                        changed.notify_one();
+                    }
                 }
                 Ok(Event::Delete(nc)) => {
                     h.remove_nodeclass(nc.metadata.name.as_deref().unwrap_or_default());
