@@ -17,27 +17,14 @@ mod proc;
 
 use std::time::{Duration, Instant};
 
-use aws_sdk_ec2::config::{BehaviorVersion, Credentials, Region};
 use aws_sdk_ec2::types::{ResourceType, Tag, TagSpecification};
 use kube_peer::KubePeer;
 use moto_peer::{AL2023_X86_AMI, MotoPeer};
 use proc::Proc;
-use serde_json::Value;
 
 const PATIENCE: Duration = Duration::from_secs(90);
 /// Garbage collection spares instances younger than this (the controller's GC_GRACE).
 const GC_GRACE: Duration = Duration::from_secs(30);
-
-fn ec2(peer: &MotoPeer) -> aws_sdk_ec2::Client {
-    aws_sdk_ec2::Client::from_conf(
-        aws_sdk_ec2::config::Builder::new()
-            .endpoint_url(peer.endpoint())
-            .region(Region::new("us-east-1"))
-            .credentials_provider(Credentials::new("testing", "testing", None, None, "test"))
-            .behavior_version(BehaviorVersion::latest())
-            .build(),
-    )
-}
 
 fn tags(resource: ResourceType, tags: &[(&str, &str)]) -> TagSpecification {
     let mut s = TagSpecification::builder().resource_type(resource);
@@ -50,7 +37,7 @@ fn tags(resource: ResourceType, tags: &[(&str, &str)]) -> TagSpecification {
 /// A tagged subnet and security group for the NodeClass, the node role, and an orphan:
 /// an instance tagged for the cluster that no NodeClaim launched. Returns its id.
 async fn aws_setup(peer: &MotoPeer) -> String {
-    let ec2 = ec2(peer);
+    let ec2 = peer.ec2(true);
     let vpc = ec2
         .create_vpc()
         .cidr_block("10.0.0.0/16")
@@ -86,16 +73,7 @@ async fn aws_setup(peer: &MotoPeer) -> String {
         .send()
         .await
         .unwrap();
-    let iam = aws_sdk_iam::Client::from_conf(
-        aws_sdk_iam::config::Builder::new()
-            .endpoint_url(peer.endpoint())
-            .region(aws_sdk_iam::config::Region::new("us-east-1"))
-            .credentials_provider(aws_sdk_iam::config::Credentials::new(
-                "testing", "testing", None, None, "test",
-            ))
-            .behavior_version(aws_sdk_iam::config::BehaviorVersion::latest())
-            .build(),
-    );
+    let iam = peer.iam();
     iam.create_role()
         .role_name("KarpenterNodeRole-e2e")
         .assume_role_policy_document(r#"{"Version":"2012-10-17","Statement":[]}"#)
@@ -181,12 +159,6 @@ status:
   - {type: PodScheduled, status: "False", reason: Unschedulable, message: "0/1 nodes are available"}
 "#;
 
-fn json(peer: &KubePeer, args: &[&str]) -> Value {
-    let mut all = args.to_vec();
-    all.extend(["-o", "json"]);
-    serde_json::from_str(&peer.kubectl(&all, "")).expect("kubectl JSON")
-}
-
 fn wait_for<T>(what: &str, proc: &Proc, mut f: impl FnMut() -> Option<T>) -> T {
     let start = Instant::now();
     loop {
@@ -204,7 +176,8 @@ fn wait_for<T>(what: &str, proc: &Proc, mut f: impl FnMut() -> Option<T>) -> T {
 }
 
 async fn instance_state(peer: &MotoPeer, id: &str) -> (String, Vec<(String, String)>) {
-    let out = ec2(peer)
+    let out = peer
+        .ec2(true)
         .describe_instances()
         .instance_ids(id)
         .send()
@@ -263,7 +236,7 @@ async fn run_with_the_aws_cloud_resolves_the_nodeclass_launches_around_ice_and_c
 
     // The NodeClass resolves and the status says so.
     let status = wait_for("the EC2NodeClass to be Ready", &run, || {
-        let nc = json(&kube, &["get", "ec2nodeclass", "default"]);
+        let nc = kube.get_json(&["get", "ec2nodeclass", "default"]);
         let ready = nc["status"]["conditions"]
             .as_array()?
             .iter()
@@ -281,7 +254,7 @@ async fn run_with_the_aws_cloud_resolves_the_nodeclass_launches_around_ice_and_c
 
     // The pod gets a NodeClaim launched on a real (emulated) instance.
     let claim = wait_for("a launched NodeClaim", &run, || {
-        let claims = json(&kube, &["get", "nodeclaims"]);
+        let claims = kube.get_json(&["get", "nodeclaims"]);
         claims["items"]
             .as_array()?
             .iter()

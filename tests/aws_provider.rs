@@ -8,7 +8,6 @@ mod moto_peer;
 
 use std::collections::BTreeMap;
 
-use aws_sdk_ec2::config::{BehaviorVersion, Credentials, Region};
 use base64::Engine;
 use karpenter_tui::api::ec2nodeclass::EC2NodeClass;
 use karpenter_tui::api::labels;
@@ -40,30 +39,6 @@ fn options(peer: &MotoPeer) -> AwsOptions {
     }
 }
 
-fn ec2(peer: &MotoPeer) -> aws_sdk_ec2::Client {
-    aws_sdk_ec2::Client::from_conf(
-        aws_sdk_ec2::config::Builder::new()
-            .endpoint_url(peer.endpoint())
-            .region(Region::new("us-east-1"))
-            .credentials_provider(Credentials::new("testing", "testing", None, None, "test"))
-            .behavior_version(BehaviorVersion::latest())
-            .build(),
-    )
-}
-
-fn iam(peer: &MotoPeer) -> aws_sdk_iam::Client {
-    aws_sdk_iam::Client::from_conf(
-        aws_sdk_iam::config::Builder::new()
-            .endpoint_url(peer.endpoint())
-            .region(aws_sdk_iam::config::Region::new("us-east-1"))
-            .credentials_provider(aws_sdk_iam::config::Credentials::new(
-                "testing", "testing", None, None, "test",
-            ))
-            .behavior_version(aws_sdk_iam::config::BehaviorVersion::latest())
-            .build(),
-    )
-}
-
 fn tag(k: &str, v: &str) -> aws_sdk_ec2::types::Tag {
     aws_sdk_ec2::types::Tag::builder().key(k).value(v).build()
 }
@@ -92,7 +67,7 @@ struct Network {
 
 async fn network(peer: &MotoPeer) -> Network {
     use aws_sdk_ec2::types::ResourceType;
-    let ec2 = ec2(peer);
+    let ec2 = peer.ec2(true);
     let vpc = ec2
         .create_vpc()
         .cidr_block("10.0.0.0/16")
@@ -141,7 +116,7 @@ async fn network(peer: &MotoPeer) -> Network {
             .expect("CreateSecurityGroup");
         groups.push(g.group_id().expect("group").to_string());
     }
-    iam(peer)
+    peer.iam()
         .create_role()
         .role_name("KarpenterNodeRole")
         .assume_role_policy_document(
@@ -254,7 +229,8 @@ fn claim(name: &str, l: &Launched) -> NodeClaimObject {
 
 async fn instance_tags(peer: &MotoPeer, provider_id: &str) -> BTreeMap<String, String> {
     let id = provider_id.rsplit('/').next().unwrap();
-    let out = ec2(peer)
+    let out = peer
+        .ec2(true)
         .describe_instances()
         .instance_ids(id)
         .send()
@@ -337,7 +313,8 @@ async fn nodeclass_selectors_alias_and_role_resolve_into_a_ready_status() {
     // The role became an instance profile holding it.
     let profile = status.instance_profile.clone().expect("instance profile");
     assert!(profile.starts_with(&format!("{CLUSTER}_")), "{profile}");
-    let p = iam(&peer)
+    let p = peer
+        .iam()
         .get_instance_profile()
         .instance_profile_name(&profile)
         .send()
@@ -402,7 +379,7 @@ async fn ami_terms_by_name_owner_id_tags_and_ssm_parameter() {
     h.resolve_all().await;
     assert_eq!(amis(&h), [older.as_str()]);
     // tags.
-    ec2(&peer)
+    peer.ec2(true)
         .create_tags()
         .resources(&older)
         .tags(tag("release", "pinned"))
@@ -521,7 +498,7 @@ async fn a_fleet_launch_uses_a_content_keyed_template_with_imdsv2_and_tags_the_i
     );
 
     // The template: IMDSv2 required, hop limit 1, the AMI, the group, nodeadm user data.
-    let ec2 = ec2(&peer);
+    let ec2 = peer.ec2(true);
     let templates = ec2.describe_launch_templates().send().await.unwrap();
     let t = &templates.launch_templates()[0];
     let name = t.launch_template_name().unwrap().to_string();
@@ -687,7 +664,7 @@ async fn terminate_is_idempotent_and_list_finds_the_clusters_instances_by_tag() 
         .await
         .expect("launched");
     // An instance of this cluster no NodeClaim launched (garbage collection's orphan).
-    let ec2 = ec2(&peer);
+    let ec2 = peer.ec2(true);
     let orphan = ec2
         .run_instances()
         .image_id(AL2023_X86_AMI)

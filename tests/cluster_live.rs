@@ -119,9 +119,7 @@ status:
 }
 
 fn json(peer: &KubePeer, args: &[&str]) -> Value {
-    let mut all = args.to_vec();
-    all.extend(["-o", "json"]);
-    serde_json::from_str(&peer.kubectl(&all, "")).expect("kubectl JSON")
+    peer.get_json(args)
 }
 
 fn items(peer: &KubePeer, args: &[&str]) -> Vec<Value> {

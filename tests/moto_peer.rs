@@ -7,8 +7,6 @@
 mod moto_peer;
 
 use aws_sdk_ec2::Client;
-use aws_sdk_ec2::config::retry::RetryConfig;
-use aws_sdk_ec2::config::{BehaviorVersion, Credentials, Region};
 use aws_sdk_ec2::error::ProvideErrorMetadata;
 use aws_sdk_ec2::types::{
     DefaultTargetCapacityType, Filter, FleetLaunchTemplateConfigRequest,
@@ -18,18 +16,6 @@ use aws_sdk_ec2::types::{
     RiProductDescription, Tag, TagSpecification, TargetCapacitySpecificationRequest,
 };
 use moto_peer::{AL2023_X86_AMI, MotoPeer, PeerCall};
-
-fn client(peer: &MotoPeer, retries: bool) -> Client {
-    let mut config = aws_sdk_ec2::config::Builder::new()
-        .endpoint_url(peer.endpoint())
-        .region(Region::new("us-east-1"))
-        .credentials_provider(Credentials::new("testing", "testing", None, None, "test"))
-        .behavior_version(BehaviorVersion::latest());
-    if !retries {
-        config = config.retry_config(RetryConfig::disabled());
-    }
-    Client::from_conf(config.build())
-}
 
 /// A VPC with one subnet in each of us-east-1a and us-east-1b; returns their ids.
 async fn subnets(ec2: &Client) -> (String, String) {
@@ -156,7 +142,7 @@ fn error_pairs(
 #[tokio::test]
 async fn create_fleet_walks_the_overrides_in_order_and_reports_ice_per_override() {
     let peer = MotoPeer::start();
-    let ec2 = client(&peer, true);
+    let ec2 = peer.ec2(true);
     let (subnet_a, subnet_b) = subnets(&ec2).await;
     let template = launch_template(&ec2).await;
     peer.ice(&[
@@ -334,7 +320,7 @@ async fn spot_price_history_is_the_catalogs() {
         .sum();
 
     let peer = MotoPeer::start();
-    let ec2 = client(&peer, true);
+    let ec2 = peer.ec2(true);
     let out = ec2
         .describe_spot_price_history()
         .instance_types(InstanceType::M5Large)
@@ -376,7 +362,7 @@ async fn spot_price_history_is_the_catalogs() {
 #[tokio::test]
 async fn throttling_answers_request_limit_exceeded_exactly_count_times() {
     let peer = MotoPeer::start();
-    let ec2 = client(&peer, false);
+    let ec2 = peer.ec2(false);
     peer.clear_requests();
     peer.throttle("DescribeInstanceTypes", 2);
     let mut outcomes = Vec::new();

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::{self, File};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -231,33 +231,18 @@ impl KubePeer {
         serde_json::from_str(&body).unwrap_or_else(|e| panic!("{method} {path}: {e}: {body}"))
     }
 
+    /// `kubectl ARGS -o json`, parsed.
+    #[allow(dead_code)]
+    pub fn get_json(&self, args: &[&str]) -> Value {
+        let mut all = args.to_vec();
+        all.extend(["-o", "json"]);
+        serde_json::from_str(&self.kubectl(&all, "")).expect("kubectl JSON")
+    }
+
     /// One HTTP/1.1 request to the peer; returns the status, the head and the body.
     #[allow(dead_code)]
     pub fn http(&self, method: &str, path: &str, body: Option<&Value>) -> (u16, String, String) {
-        let body = body.map(Value::to_string).unwrap_or_default();
-        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).expect("connect to the peer");
-        stream
-            .set_read_timeout(Some(Duration::from_secs(30)))
-            .expect("read timeout");
-        write!(
-            stream,
-            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\
-             Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-            body.len()
-        )
-        .expect("send the request");
-        // Connection: close, so the response ends at EOF.
-        let mut response = String::new();
-        stream
-            .read_to_string(&mut response)
-            .unwrap_or_else(|e| panic!("{method} {path}: {e}\nserver log:\n{}", self.log()));
-        let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
-        let status = head
-            .split(' ')
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| panic!("{method} {path}: no status in {head:?}"));
-        (status, head.to_string(), body.to_string())
+        http::request(self.port, method, path, body, || self.log())
     }
 }
 
@@ -268,6 +253,8 @@ impl Drop for KubePeer {
     }
 }
 
+#[path = "http.rs"]
+mod http;
 #[path = "venv.rs"]
 mod venv;
 

@@ -11,7 +11,7 @@
 //! CreateFleet requests, SSM parameters and new AMIs.
 
 use std::fs::{self, File};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -152,6 +152,36 @@ impl MotoPeer {
         .collect()
     }
 
+    /// An EC2 client for the peer (test credentials, us-east-1); `retries: false` sees
+    /// every throttled answer.
+    #[allow(dead_code)]
+    pub fn ec2(&self, retries: bool) -> aws_sdk_ec2::Client {
+        use aws_sdk_ec2::config::{BehaviorVersion, Credentials, Region, retry::RetryConfig};
+        let mut config = aws_sdk_ec2::config::Builder::new()
+            .endpoint_url(self.endpoint())
+            .region(Region::new("us-east-1"))
+            .credentials_provider(Credentials::new("testing", "testing", None, None, "test"))
+            .behavior_version(BehaviorVersion::latest());
+        if !retries {
+            config = config.retry_config(RetryConfig::disabled());
+        }
+        aws_sdk_ec2::Client::from_conf(config.build())
+    }
+
+    /// An IAM client for the peer.
+    #[allow(dead_code)]
+    pub fn iam(&self) -> aws_sdk_iam::Client {
+        use aws_sdk_iam::config::{BehaviorVersion, Credentials, Region};
+        aws_sdk_iam::Client::from_conf(
+            aws_sdk_iam::config::Builder::new()
+                .endpoint_url(self.endpoint())
+                .region(Region::new("us-east-1"))
+                .credentials_provider(Credentials::new("testing", "testing", None, None, "test"))
+                .behavior_version(BehaviorVersion::latest())
+                .build(),
+        )
+    }
+
     /// The server's stderr so far (for failure messages).
     pub fn log(&self) -> String {
         fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
@@ -242,30 +272,7 @@ impl MotoPeer {
 
     /// One HTTP/1.1 request to the peer; returns the status, the head and the body.
     pub fn http(&self, method: &str, path: &str, body: Option<&Value>) -> (u16, String, String) {
-        let body = body.map(Value::to_string).unwrap_or_default();
-        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).expect("connect to the peer");
-        stream
-            .set_read_timeout(Some(Duration::from_secs(30)))
-            .expect("read timeout");
-        write!(
-            stream,
-            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\
-             Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-            body.len()
-        )
-        .expect("send the request");
-        // Connection: close, so the response ends at EOF.
-        let mut response = String::new();
-        stream
-            .read_to_string(&mut response)
-            .unwrap_or_else(|e| panic!("{method} {path}: {e}\nserver log:\n{}", self.log()));
-        let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
-        let status = head
-            .split(' ')
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| panic!("{method} {path}: no status in {head:?}"));
-        (status, head.to_string(), body.to_string())
+        http::request(self.port, method, path, body, || self.log())
     }
 }
 
@@ -284,6 +291,8 @@ impl Drop for MotoPeer {
     }
 }
 
+#[path = "http.rs"]
+mod http;
 #[path = "venv.rs"]
 mod venv;
 

@@ -118,6 +118,23 @@ fn tags(resource: ResourceType, tags: &BTreeMap<String, String>) -> TagSpecifica
     spec.build()
 }
 
+/// The zone an answered override names, or that of the subnet it names.
+fn zone_of(
+    ov: Option<&aws_sdk_ec2::types::FleetLaunchTemplateOverrides>,
+    shape: &Shape,
+) -> Option<String> {
+    let ov = ov?;
+    if let Some(z) = ov.availability_zone() {
+        return Some(z.to_string());
+    }
+    let subnet = ov.subnet_id()?;
+    shape
+        .overrides
+        .iter()
+        .find(|o| o.subnet == subnet)
+        .map(|o| o.zone.clone())
+}
+
 /// One CreateFleet call for `count` instances of `shape`. `prices` gives each override's
 /// price for the unavailable offerings it reports.
 pub async fn create(
@@ -192,18 +209,10 @@ pub async fn create(
             .or(ov.and_then(|o| o.instance_type()))
             .map(|t| t.as_str().to_string())
             .unwrap_or_default();
-        let zone = ov
-            .and_then(|o| o.availability_zone())
-            .or(i.availability_zone())
+        let zone = i
+            .availability_zone()
             .map(str::to_string)
-            .or_else(|| {
-                let subnet = ov.and_then(|o| o.subnet_id())?;
-                shape
-                    .overrides
-                    .iter()
-                    .find(|o| o.subnet == subnet)
-                    .map(|o| o.zone.clone())
-            })
+            .or_else(|| zone_of(ov, shape))
             .unwrap_or_default();
         let is_spot = i.lifecycle().map(|l| l.as_str() == "spot").unwrap_or(spot);
         for id in i.instance_ids() {
@@ -223,17 +232,7 @@ pub async fn create(
         let instance_type = ov
             .and_then(|o| o.instance_type())
             .map(|t| t.as_str().to_string());
-        let zone = ov
-            .and_then(|o| o.availability_zone())
-            .map(str::to_string)
-            .or_else(|| {
-                let subnet = ov.and_then(|o| o.subnet_id())?;
-                shape
-                    .overrides
-                    .iter()
-                    .find(|o| o.subnet == subnet)
-                    .map(|o| o.zone.clone())
-            });
+        let zone = zone_of(ov, shape);
         match (UNFULFILLABLE.contains(&code), instance_type, zone) {
             (true, Some(t), Some(z)) => {
                 let l = Launch {

@@ -19,6 +19,7 @@ use serde::Serialize;
 use super::{Clients, sdk_error};
 use crate::api::ec2nodeclass::{BlockDeviceMapping, MetadataOptions};
 use crate::cloud::CloudError;
+use crate::engine::disruption::drift::fnv1a;
 
 /// The tag every template Karpenter makes carries (upstream `karpenter.k8s.aws/cluster`).
 pub const CLUSTER_TAG: &str = "karpenter.k8s.aws/cluster";
@@ -42,12 +43,7 @@ impl Content {
     /// `karpenter.k8s.aws/<hash of the content>`.
     pub fn name(&self) -> String {
         let json = serde_json::to_vec(self).unwrap_or_default();
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for b in json {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-        format!("karpenter.k8s.aws/{h}")
+        format!("karpenter.k8s.aws/{}", fnv1a(&json))
     }
 
     fn data(&self) -> Result<RequestLaunchTemplateData, CloudError> {

@@ -151,6 +151,38 @@ pub struct AwsHandle {
 }
 
 impl AwsHandle {
+    // The locks guard plain data that every writer leaves consistent, so a poisoned lock
+    // (a panic elsewhere) is still safe to read.
+    fn catalog(&self) -> Arc<Catalog> {
+        self.shared
+            .catalog
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn nodeclasses(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, NodeClassState>> {
+        self.shared
+            .nodeclasses
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn nodeclasses_mut(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, NodeClassState>> {
+        self.shared
+            .nodeclasses
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn nodeclass(&self, name: &str) -> Option<NodeClassState> {
+        self.nodeclasses().get(name).cloned()
+    }
+
+    fn facts(&self) -> std::sync::MutexGuard<'_, HashMap<String, Facts>> {
+        self.shared.facts.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn bump(&self) {
         self.shared.generation.fetch_add(1, Ordering::SeqCst);
     }
@@ -185,11 +217,7 @@ impl AwsHandle {
 
     /// The price of an offering in the current catalog.
     pub fn price(&self, instance_type: &str, zone: &str, ct: CapacityType) -> Option<f64> {
-        let c = self
-            .shared
-            .catalog
-            .read()
-            .unwrap_or_else(|e| e.into_inner());
+        let c = self.catalog();
         let it = c.get(instance_type)?;
         it.offerings
             .iter()
@@ -203,11 +231,7 @@ impl AwsHandle {
     /// nothing to resolve).
     pub fn set_nodeclass(&self, nc: &EC2NodeClass) -> bool {
         let name = nc.metadata.name.clone().unwrap_or_default();
-        let mut all = self
-            .shared
-            .nodeclasses
-            .write()
-            .unwrap_or_else(|e| e.into_inner());
+        let mut all = self.nodeclasses_mut();
         let status = nc.status.clone().unwrap_or_default();
         if let Some(old) = all.get_mut(&name)
             && old.spec == nc.spec
@@ -237,13 +261,7 @@ impl AwsHandle {
     }
 
     pub fn remove_nodeclass(&self, name: &str) {
-        let removed = self
-            .shared
-            .nodeclasses
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(name)
-            .is_some();
+        let removed = self.nodeclasses_mut().remove(name).is_some();
         if removed {
             self.bump();
         }
@@ -253,10 +271,7 @@ impl AwsHandle {
     /// to the API server).
     pub async fn resolve_all(&self) -> Vec<(String, EC2NodeClassStatus)> {
         let known: Vec<(String, NodeClassState)> = self
-            .shared
-            .nodeclasses
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
+            .nodeclasses()
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
@@ -280,11 +295,7 @@ impl AwsHandle {
                 state.generation,
                 chrono::Utc::now(),
             );
-            let mut all = self
-                .shared
-                .nodeclasses
-                .write()
-                .unwrap_or_else(|e| e.into_inner());
+            let mut all = self.nodeclasses_mut();
             // The spec may have changed while resolving: that version resolves next time.
             let Some(entry) = all.get_mut(&name).filter(|e| e.spec == state.spec) else {
                 continue;
@@ -312,23 +323,12 @@ impl AwsHandle {
 
     /// The NodeClasses the provider knows.
     pub fn nodeclass_names(&self) -> Vec<String> {
-        self.shared
-            .nodeclasses
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .keys()
-            .cloned()
-            .collect()
+        self.nodeclasses().keys().cloned().collect()
     }
 
     /// The resolution of a NodeClass (for tests and the console's explanations).
     pub fn resolved(&self, name: &str) -> Option<Result<Resolved, NotReady>> {
-        self.shared
-            .nodeclasses
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(name)
-            .map(|s| s.resolved.clone())
+        self.nodeclasses().get(name).map(|s| s.resolved.clone())
     }
 
     /// Keeps the catalog and the NodeClasses fresh until the process ends: instance types
@@ -409,12 +409,7 @@ impl AwsCloud {
             return Err(format!("nodeClassRef kind {} is not EC2NodeClass", r.kind));
         }
         self.handle
-            .shared
-            .nodeclasses
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&r.name)
-            .cloned()
+            .nodeclass(&r.name)
             .ok_or_else(|| format!("EC2NodeClass {} does not exist", r.name))
     }
 
@@ -500,12 +495,7 @@ impl AwsCloud {
                 .unwrap_or(0.0);
             let instance = match d {
                 Some(d) => {
-                    self.handle
-                        .shared
-                        .facts
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .insert(d.provider_id(), d.facts.clone());
+                    self.handle.facts().insert(d.provider_id(), d.facts.clone());
                     let mut i = d.instance(price);
                     i.nodeclaim = r.nodeclaim.clone();
                     i.nodepool = r.nodepool.clone();
@@ -548,12 +538,7 @@ impl AwsCloud {
             .ok_or_else(|| fail("the NodePool has no nodeClassRef".into()))?;
         let state = self
             .handle
-            .shared
-            .nodeclasses
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&name)
-            .cloned()
+            .nodeclass(&name)
             .ok_or_else(|| fail(format!("EC2NodeClass {name} does not exist")))?;
         let resolved = state
             .resolved
@@ -587,13 +572,7 @@ impl AwsCloud {
         tags.insert(crate::api::labels::NODEPOOL.into(), r.nodepool.clone());
         tags.insert(EKS_CLUSTER_TAG.into(), cluster.clone());
         tags.insert(NODECLASS_TAG.into(), name.clone());
-        let catalog = self
-            .handle
-            .shared
-            .catalog
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
+        let catalog = self.handle.catalog();
         // One template per AMI the offerings need.
         let mut template_of_ami: BTreeMap<String, String> = BTreeMap::new();
         let mut ami_of_type: BTreeMap<String, String> = BTreeMap::new();
@@ -735,13 +714,7 @@ impl CloudProvider for AwsCloud {
             return Vec::new();
         };
         let zones: Vec<&str> = resolved.subnets.iter().map(|s| s.zone.as_str()).collect();
-        let catalog = self
-            .handle
-            .shared
-            .catalog
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
+        let catalog = self.handle.catalog();
         catalog
             .instance_types
             .iter()
@@ -825,11 +798,7 @@ impl CloudProvider for AwsCloud {
                 .map(|d| (d.provider_id(), d.facts.clone()))
                 .collect();
             let changed = {
-                let mut f = handle
-                    .shared
-                    .facts
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner());
+                let mut f = handle.facts();
                 let changed = *f != facts;
                 *f = facts;
                 changed
@@ -875,14 +844,7 @@ impl CloudProvider for AwsCloud {
             return Some("NodeClassDrift".into());
         }
         let resolved = state.resolved.as_ref().ok()?;
-        let facts = self
-            .handle
-            .shared
-            .facts
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&launched.provider_id)
-            .cloned();
+        let facts = self.handle.facts().get(&launched.provider_id).cloned();
         let image = launched
             .image_id
             .clone()

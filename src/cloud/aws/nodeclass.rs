@@ -14,6 +14,7 @@ use crate::api::ec2nodeclass::{
     EC2NodeClass, EC2NodeClassSpec, EC2NodeClassStatus, SecurityGroup, SecurityGroupSelectorTerm,
     Subnet, SubnetSelectorTerm,
 };
+use crate::engine::disruption::drift::fnv1a;
 
 /// The NodeClaim annotation carrying the NodeClass hash at launch (upstream
 /// `karpenter.k8s.aws/ec2nodeclass-hash`), and its version.
@@ -76,12 +77,7 @@ pub fn hash(spec: &EC2NodeClassSpec) -> String {
         o.remove("securityGroupSelectorTerms");
         o.remove("amiSelectorTerms");
     }
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in v.to_string().bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h.to_string()
+    fnv1a(v.to_string().as_bytes()).to_string()
 }
 
 /// Resolves a NodeClass. `region` and `cluster` name the instance profile a `role` gets.
@@ -230,12 +226,10 @@ async fn security_groups(
 /// The instance profile name upstream gives a NodeClass's role: the cluster name and a
 /// hash of region and NodeClass name.
 pub fn profile_name(cluster: &str, region: &str, nodeclass: &str) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in format!("{region}{nodeclass}").bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    format!("{cluster}_{h}")
+    format!(
+        "{cluster}_{}",
+        fnv1a(format!("{region}{nodeclass}").as_bytes())
+    )
 }
 
 /// The instance profile: the spec's, or one created for the role (upstream's instance

@@ -71,7 +71,9 @@ pub fn nodepool_hash(pool: &NodePool) -> String {
     format!("{}", fnv1a(&json))
 }
 
-fn fnv1a(bytes: &[u8]) -> u64 {
+/// FNV-1a, 64 bit: a stable hash for content-keyed names (the same in every build and
+/// process, unlike std's SipHash with random keys).
+pub fn fnv1a(bytes: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in bytes {
         h ^= u64::from(*b);
