@@ -17,22 +17,14 @@ mod proc;
 
 use std::time::{Duration, Instant};
 
-use aws_sdk_ec2::types::{ResourceType, Tag, TagSpecification};
+use aws_sdk_ec2::types::ResourceType;
 use kube_peer::KubePeer;
-use moto_peer::{AL2023_X86_AMI, MotoPeer};
+use moto_peer::{AL2023_X86_AMI, MotoPeer, tag_spec};
 use proc::Proc;
 
 const PATIENCE: Duration = Duration::from_secs(90);
 /// Garbage collection spares instances younger than this (the controller's GC_GRACE).
 const GC_GRACE: Duration = Duration::from_secs(30);
-
-fn tags(resource: ResourceType, tags: &[(&str, &str)]) -> TagSpecification {
-    let mut s = TagSpecification::builder().resource_type(resource);
-    for (k, v) in tags {
-        s = s.tags(Tag::builder().key(*k).value(*v).build());
-    }
-    s.build()
-}
 
 /// A tagged subnet and security group for the NodeClass, the node role, and an orphan:
 /// an instance tagged for the cluster that no NodeClaim launched. Returns its id.
@@ -50,7 +42,7 @@ async fn aws_setup(peer: &MotoPeer) -> String {
         .vpc_id(&vpc)
         .cidr_block("10.0.1.0/24")
         .availability_zone("us-east-1a")
-        .tag_specifications(tags(
+        .tag_specifications(tag_spec(
             ResourceType::Subnet,
             &[("karpenter.sh/discovery", "e2e")],
         ))
@@ -66,7 +58,7 @@ async fn aws_setup(peer: &MotoPeer) -> String {
         .group_name("nodes")
         .description("nodes")
         .vpc_id(&vpc)
-        .tag_specifications(tags(
+        .tag_specifications(tag_spec(
             ResourceType::SecurityGroup,
             &[("karpenter.sh/discovery", "e2e")],
         ))
@@ -87,7 +79,7 @@ async fn aws_setup(peer: &MotoPeer) -> String {
         .min_count(1)
         .max_count(1)
         .subnet_id(&subnet)
-        .tag_specifications(tags(
+        .tag_specifications(tag_spec(
             ResourceType::Instance,
             &[
                 ("kubernetes.io/cluster/e2e", "owned"),

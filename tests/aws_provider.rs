@@ -19,7 +19,9 @@ use karpenter_tui::cluster::{Launched as ClaimLaunch, NodeClaimObject};
 use karpenter_tui::engine::catalog::{CapacityType, Catalog};
 use karpenter_tui::engine::provisioning::{Launch, launch_order};
 use karpenter_tui::engine::requirements::Requirements;
-use moto_peer::{AL2023_ARM_AMI, AL2023_NVIDIA_AMI, AL2023_X86_AMI, AL2023_X86_PARAM, MotoPeer};
+use moto_peer::{
+    AL2023_ARM_AMI, AL2023_NVIDIA_AMI, AL2023_X86_AMI, AL2023_X86_PARAM, MotoPeer, tag_spec,
+};
 
 const CLUSTER: &str = "test-cluster";
 
@@ -41,17 +43,6 @@ fn options(peer: &MotoPeer) -> AwsOptions {
 
 fn tag(k: &str, v: &str) -> aws_sdk_ec2::types::Tag {
     aws_sdk_ec2::types::Tag::builder().key(k).value(v).build()
-}
-
-fn tagged(
-    resource: aws_sdk_ec2::types::ResourceType,
-    tags: &[(&str, &str)],
-) -> aws_sdk_ec2::types::TagSpecification {
-    let mut s = aws_sdk_ec2::types::TagSpecification::builder().resource_type(resource);
-    for (k, v) in tags {
-        s = s.tags(tag(k, v));
-    }
-    s.build()
 }
 
 /// What the tests' NodeClass selects: two discovery-tagged subnets (us-east-1a, 1b), one
@@ -89,7 +80,7 @@ async fn network(peer: &MotoPeer) -> Network {
             .vpc_id(&vpc)
             .cidr_block(format!("10.0.{}.0/24", n + 1))
             .availability_zone(zone)
-            .tag_specifications(tagged(ResourceType::Subnet, &tags))
+            .tag_specifications(tag_spec(ResourceType::Subnet, &tags))
             .send()
             .await
             .expect("CreateSubnet");
@@ -110,7 +101,7 @@ async fn network(peer: &MotoPeer) -> Network {
             .group_name(name)
             .description(name)
             .vpc_id(&vpc)
-            .tag_specifications(tagged(ResourceType::SecurityGroup, &tags))
+            .tag_specifications(tag_spec(ResourceType::SecurityGroup, &tags))
             .send()
             .await
             .expect("CreateSecurityGroup");
@@ -672,7 +663,7 @@ async fn terminate_is_idempotent_and_list_finds_the_clusters_instances_by_tag() 
         .min_count(1)
         .max_count(1)
         .subnet_id(&net.subnet_a)
-        .tag_specifications(tagged(
+        .tag_specifications(tag_spec(
             aws_sdk_ec2::types::ResourceType::Instance,
             &[
                 ("kubernetes.io/cluster/test-cluster", "owned"),
@@ -689,7 +680,7 @@ async fn terminate_is_idempotent_and_list_finds_the_clusters_instances_by_tag() 
         .instance_type(aws_sdk_ec2::types::InstanceType::M5Large)
         .min_count(1)
         .max_count(1)
-        .tag_specifications(tagged(
+        .tag_specifications(tag_spec(
             aws_sdk_ec2::types::ResourceType::Instance,
             &[
                 ("kubernetes.io/cluster/other", "owned"),

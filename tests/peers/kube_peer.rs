@@ -8,13 +8,11 @@
 //! injected faults, dropped watches, journal compaction (410 Gone) and the request log.
 
 use std::collections::BTreeMap;
-use std::fs::{self, File};
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpStream;
+use std::fs;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
-use std::sync::mpsc;
 use std::time::Duration;
 
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -57,39 +55,8 @@ pub struct KubePeer {
 impl KubePeer {
     /// Starts a fresh peer on a free port, creating the venv first if needed.
     pub fn start() -> KubePeer {
-        let dir = tempfile::tempdir().expect("temp dir for the peer");
-        let log = File::create(dir.path().join("server.log")).expect("server log file");
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/kmock_server.py");
-        let mut child = Command::new(python())
-            .arg(&script)
-            .arg("0")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(log)
-            .spawn()
-            .expect("start kmock_server.py");
-
-        // The server prints "listening on PORT" once it accepts connections.
-        let stdout = child.stdout.take().expect("piped stdout");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if let Some(port) = line.strip_prefix("listening on ") {
-                    let _ = tx.send(port.trim().parse::<u16>().ok());
-                }
-            }
-        });
-        let port = match rx.recv_timeout(Duration::from_secs(60)) {
-            Ok(Some(port)) => port,
-            other => {
-                let _ = child.kill();
-                let _ = child.wait();
-                let log = fs::read_to_string(dir.path().join("server.log")).unwrap_or_default();
-                panic!("kmock_server.py did not report its port ({other:?}); its log:\n{log}");
-            }
-        };
-        TcpStream::connect(("127.0.0.1", port)).expect("the peer accepts connections");
+        let (child, port, dir) =
+            server::start(python(), "kmock_server.py", Duration::from_secs(60));
 
         let kubeconfig = format!(
             "apiVersion: v1\nkind: Config\n\
@@ -255,6 +222,8 @@ impl Drop for KubePeer {
 
 #[path = "http.rs"]
 mod http;
+#[path = "server.rs"]
+mod server;
 #[path = "venv.rs"]
 mod venv;
 

@@ -10,14 +10,11 @@
 //! port: injected ICE for CreateFleet, throttling, the request log, the recorded
 //! CreateFleet requests, SSM parameters and new AMIs.
 
-use std::fs::{self, File};
-use std::io::{BufRead, BufReader};
-use std::net::TcpStream;
+use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::OnceLock;
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -66,6 +63,19 @@ pub const AL2023_NEURON_AMI: &str = "ami-403f5e1f74aa8ccd2";
 #[allow(dead_code)]
 pub const AL2023_NEURON_AMI_NAME: &str = "amazon-eks-node-al2023-x86_64-neuron-1.33-v20241115";
 
+/// A TagSpecification for EC2 create calls.
+#[allow(dead_code)]
+pub fn tag_spec(
+    resource: aws_sdk_ec2::types::ResourceType,
+    tags: &[(&str, &str)],
+) -> aws_sdk_ec2::types::TagSpecification {
+    let mut s = aws_sdk_ec2::types::TagSpecification::builder().resource_type(resource);
+    for (k, v) in tags {
+        s = s.tags(aws_sdk_ec2::types::Tag::builder().key(*k).value(*v).build());
+    }
+    s.build()
+}
+
 /// One AWS request the peer received (`GET /_peer/requests`), oldest first.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[allow(dead_code)]
@@ -90,41 +100,8 @@ impl MotoPeer {
     /// Starts a fresh peer on a free port, creating the venv first if needed; returns once
     /// the port answers.
     pub fn start() -> MotoPeer {
-        let dir = tempfile::tempdir().expect("temp dir for the peer");
-        let log = File::create(dir.path().join("server.log")).expect("server log file");
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/moto_server.py");
-        let mut child = Command::new(python())
-            .arg(&script)
-            .arg("0")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(log)
-            .spawn()
-            .expect("start moto_server.py");
-
-        // The server prints "listening on PORT" once it accepts connections.
-        let stdout = child.stdout.take().expect("piped stdout");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if let Some(port) = line.strip_prefix("listening on ") {
-                    let _ = tx.send(port.trim().parse::<u16>().ok());
-                }
-            }
-        });
-        let log = dir.path().join("server.log");
-        let port = match rx.recv_timeout(Duration::from_secs(120)) {
-            Ok(Some(port)) => port,
-            other => abort(&mut child, &log, &format!("no port reported ({other:?})")),
-        };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            if Instant::now() > deadline {
-                abort(&mut child, &log, &format!("port {port} does not answer"));
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let (child, port, dir) =
+            server::start(python(), "moto_server.py", Duration::from_secs(120));
         MotoPeer { child, port, dir }
     }
 
@@ -276,14 +253,6 @@ impl MotoPeer {
     }
 }
 
-/// Kills a server that did not start and panics with the reason and its log.
-fn abort(child: &mut Child, log: &Path, why: &str) -> ! {
-    let _ = child.kill();
-    let _ = child.wait();
-    let log = fs::read_to_string(log).unwrap_or_default();
-    panic!("moto_server.py did not start: {why}; its log:\n{log}");
-}
-
 impl Drop for MotoPeer {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -293,6 +262,8 @@ impl Drop for MotoPeer {
 
 #[path = "http.rs"]
 mod http;
+#[path = "server.rs"]
+mod server;
 #[path = "venv.rs"]
 mod venv;
 
