@@ -1,0 +1,324 @@
+//! A launch from request to instance (upstream `instance.Provider.Create`): the fleet shape
+//! of each request (templates ensured, offerings filtered and chosen, tags), one
+//! CreateFleet per shape, and the instances described and tagged.
+
+use super::*;
+
+impl AwsCloud {
+    /// Launches every request of one shape with one CreateFleet call.
+    pub(super) async fn launch_group(
+        &mut self,
+        shape: &Shape,
+        requests: &[&LaunchRequest],
+        annotations: &BTreeMap<String, String>,
+    ) -> Vec<Result<Launched, LaunchError>> {
+        let clients = self.handle.clients.clone();
+        let single = requests.len() == 1;
+        let mut shape = shape.clone();
+        if single {
+            // One NodeClaim: its tag goes on at launch, so no instance is ever without it.
+            shape
+                .tags
+                .insert(NODECLAIM_TAG.into(), requests[0].nodeclaim.clone());
+        }
+        let handle = self.handle.clone();
+        let result = fleet::create(&clients, &shape, requests.len() as i32, |t, z| {
+            handle.price(t, z, shape.capacity_type).unwrap_or(0.0)
+        })
+        .await;
+        let fail = |r: &LaunchRequest, message: String| LaunchError::Other {
+            nodeclaim: r.nodeclaim.clone(),
+            message,
+        };
+        let result = match result {
+            Ok(r) => r,
+            Err(e) => {
+                // A template deleted behind our back is made again on the next attempt.
+                if e.0.contains("InvalidLaunchTemplateName") {
+                    for o in &shape.overrides {
+                        self.templates.forget(&o.template);
+                    }
+                }
+                return requests.iter().map(|r| Err(fail(r, e.0.clone()))).collect();
+            }
+        };
+        let ids: Vec<String> = result.instances.iter().map(|i| i.id.clone()).collect();
+        let described = if ids.is_empty() {
+            Ok(Vec::new())
+        } else {
+            instances::get(&clients, &ids).await
+        };
+        let described = match described {
+            Ok(d) => d,
+            Err(e) => {
+                // The instances exist but cannot be read: garbage collection takes them.
+                return requests.iter().map(|r| Err(fail(r, e.0.clone()))).collect();
+            }
+        };
+        let mut out = Vec::with_capacity(requests.len());
+        let mut launched = result.instances.iter();
+        for r in requests {
+            let Some(fi) = launched.next() else {
+                out.push(Err(if result.errors.is_empty() {
+                    LaunchError::InsufficientCapacity {
+                        nodeclaim: r.nodeclaim.clone(),
+                        offerings: result.unavailable.clone(),
+                    }
+                } else {
+                    fail(r, result.errors.join("; "))
+                }));
+                continue;
+            };
+            if !single
+                && let Err(e) =
+                    instances::tag(&clients, &fi.id, &[(NODECLAIM_TAG, &r.nodeclaim)]).await
+            {
+                tracing::warn!("{e}");
+            }
+            let d = described.iter().find(|d| d.id == fi.id);
+            let ct = if fi.spot {
+                CapacityType::Spot
+            } else {
+                CapacityType::OnDemand
+            };
+            let price = self
+                .handle
+                .price(&fi.instance_type, &fi.zone, ct)
+                .unwrap_or(0.0);
+            let instance = match d {
+                Some(d) => {
+                    self.handle.facts().insert(d.provider_id(), d.facts.clone());
+                    let mut i = d.instance(price);
+                    i.nodeclaim = r.nodeclaim.clone();
+                    i.nodepool = r.nodepool.clone();
+                    i
+                }
+                None => Instance {
+                    provider_id: format!("aws:///{}/{}", fi.zone, fi.id),
+                    instance_type: fi.instance_type.clone(),
+                    zone: fi.zone.clone(),
+                    capacity_type: ct,
+                    price,
+                    nodeclaim: r.nodeclaim.clone(),
+                    nodepool: r.nodepool.clone(),
+                    hostname: String::new(),
+                    launched: chrono::Utc::now(),
+                    image_id: None,
+                },
+            };
+            out.push(Ok(Launched {
+                instance,
+                unavailable: result.unavailable.clone(),
+                annotations: annotations.clone(),
+            }));
+        }
+        out
+    }
+
+    /// The fleet shape of a request: templates ensured, overrides chosen, tags set.
+    pub(super) async fn shape(
+        &mut self,
+        r: &LaunchRequest,
+    ) -> Result<(Shape, BTreeMap<String, String>), LaunchError> {
+        let fail = |message: String| LaunchError::Other {
+            nodeclaim: r.nodeclaim.clone(),
+            message,
+        };
+        let name = r
+            .nodeclass
+            .clone()
+            .ok_or_else(|| fail("the NodePool has no nodeClassRef".into()))?;
+        let state = self
+            .handle
+            .nodeclass(&name)
+            .ok_or_else(|| fail(format!("EC2NodeClass {name} does not exist")))?;
+        let resolved = state
+            .resolved
+            .clone()
+            .map_err(|e| fail(format!("EC2NodeClass {name} is not ready: {e}")))?;
+        let family = state
+            .spec
+            .effective_ami_family()
+            .unwrap_or(AMIFamily::Custom);
+        let user_data = match family {
+            AMIFamily::AL2023 => {
+                let config = user_data::node_config(
+                    &self.handle.opts.cluster,
+                    state.spec.kubelet.as_ref(),
+                    &r.labels,
+                    &r.taints,
+                );
+                user_data::al2023(state.spec.user_data.as_deref(), &config)
+            }
+            AMIFamily::Custom => state.spec.user_data.clone().unwrap_or_default(),
+            other => {
+                return Err(fail(format!(
+                    "EC2NodeClass {name}: user data for the {other:?} AMI family is not \
+                     supported by this build (AL2023 and Custom are)"
+                )));
+            }
+        };
+        let cluster = self.handle.opts.cluster.name.clone();
+        let mut tags = state.spec.tags.clone();
+        tags.insert(format!("kubernetes.io/cluster/{cluster}"), "owned".into());
+        tags.insert(crate::api::labels::NODEPOOL.into(), r.nodepool.clone());
+        tags.insert(EKS_CLUSTER_TAG.into(), cluster.clone());
+        tags.insert(NODECLASS_TAG.into(), name.clone());
+        let catalog = self.handle.catalog();
+        // One template per AMI the offerings need.
+        let mut template_of_ami: BTreeMap<String, String> = BTreeMap::new();
+        let mut ami_of_type: BTreeMap<String, String> = BTreeMap::new();
+        for o in &r.offerings {
+            if ami_of_type.contains_key(&o.instance_type) {
+                continue;
+            }
+            let Some(it) = catalog.get(&o.instance_type) else {
+                continue;
+            };
+            let Some(ami) = resolved.amis.iter().find(|a| ami_serves(a, it)) else {
+                continue;
+            };
+            ami_of_type.insert(o.instance_type.clone(), ami.id.clone());
+            if template_of_ami.contains_key(&ami.id) {
+                continue;
+            }
+            let content = Content {
+                image_id: ami.id.clone(),
+                security_group_ids: resolved
+                    .security_groups
+                    .iter()
+                    .map(|g| g.id.clone())
+                    .collect(),
+                user_data: user_data.clone(),
+                metadata_options: state.spec.metadata_options.clone(),
+                block_device_mappings: state.spec.effective_block_device_mappings(),
+                instance_profile: resolved.instance_profile.clone(),
+                detailed_monitoring: state.spec.detailed_monitoring.unwrap_or(false),
+                associate_public_ip_address: state.spec.associate_public_ip_address,
+                tags: tags.clone(),
+            };
+            let t = self
+                .templates
+                .ensure(&self.handle.clients, &content, &cluster)
+                .await
+                .map_err(|e| fail(e.0))?;
+            template_of_ami.insert(ami.id.clone(), t);
+        }
+        let subnets = &resolved.subnets;
+        let offerings = generic_offerings(&r.offerings, &catalog);
+        let (ct, overrides) = fleet::overrides(
+            &offerings,
+            |zone| {
+                subnets
+                    .iter()
+                    .find(|s| s.zone == zone)
+                    .map(|s| s.id.clone())
+            },
+            |t| {
+                ami_of_type
+                    .get(t)
+                    .and_then(|a| template_of_ami.get(a))
+                    .cloned()
+            },
+        );
+        let Some(capacity_type) = ct.filter(|_| !overrides.is_empty()) else {
+            return Err(fail(format!(
+                "no offering of {} can launch with EC2NodeClass {name} (no subnet in its \
+                 zones, or no AMI for its instance types)",
+                r.nodeclaim
+            )));
+        };
+        let annotations = BTreeMap::from([
+            (nodeclass::HASH_ANNOTATION.to_string(), state.hash.clone()),
+            (
+                nodeclass::HASH_VERSION_ANNOTATION.to_string(),
+                nodeclass::HASH_VERSION.to_string(),
+            ),
+        ]);
+        Ok((
+            Shape {
+                capacity_type,
+                overrides,
+                tags,
+            },
+            annotations,
+        ))
+    }
+}
+
+/// The offerings without exotic instance types (metal sizes, GPUs, Neuron, Gaudi) when
+/// any remain: a pod that does not ask for an accelerator should not get one because it
+/// happened to be the cheapest spot offering. Mirrors upstream's
+/// `filterExoticInstanceTypes`, applied at launch as there.
+pub(super) fn generic_offerings(offerings: &[Launch], catalog: &Catalog) -> Vec<Launch> {
+    use crate::engine::catalog::{
+        RESOURCE_AMD_GPU, RESOURCE_AWS_NEURON, RESOURCE_HABANA_GAUDI, RESOURCE_NVIDIA_GPU,
+    };
+    let exotic = |name: &str| {
+        catalog.get(name).is_some_and(|it| {
+            it.label(crate::api::labels::INSTANCE_SIZE)
+                .is_some_and(|s| s.contains("metal"))
+                || [
+                    RESOURCE_AWS_NEURON,
+                    RESOURCE_AMD_GPU,
+                    RESOURCE_NVIDIA_GPU,
+                    RESOURCE_HABANA_GAUDI,
+                ]
+                .iter()
+                .any(|r| it.capacity.get(r) > 0)
+        })
+    };
+    let generic: Vec<Launch> = offerings
+        .iter()
+        .filter(|o| !exotic(&o.instance_type))
+        .cloned()
+        .collect();
+    if generic.is_empty() {
+        offerings.to_vec()
+    } else {
+        generic
+    }
+}
+
+/// Whether an AMI's requirements admit an instance type (arch, GPU/accelerator variant).
+pub(super) fn ami_serves(ami: &crate::api::ec2nodeclass::AMI, it: &InstanceType) -> bool {
+    ami.requirements.iter().all(|r| {
+        let v = it.labels.get(&r.key);
+        match r.operator {
+            Operator::In => v.is_some_and(|v| r.values.contains(v)),
+            Operator::NotIn => v.is_none_or(|v| !r.values.contains(v)),
+            Operator::Exists => v.is_some(),
+            Operator::DoesNotExist => v.is_none(),
+            // Numeric bounds are not used by AMI requirements.
+            _ => true,
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn launch(t: &str) -> Launch {
+        Launch {
+            instance_type: t.into(),
+            zone: "us-east-1a".into(),
+            capacity_type: CapacityType::Spot,
+            price: 0.1,
+        }
+    }
+
+    #[test]
+    fn accelerated_and_metal_types_only_when_nothing_else_fits() {
+        let catalog = Catalog::builtin();
+        let mixed = [
+            launch("inf1.xlarge"),
+            launch("g4dn.xlarge"),
+            launch("m5.metal"),
+            launch("m5.large"),
+        ];
+        assert_eq!(generic_offerings(&mixed, &catalog), [launch("m5.large")]);
+        let only = [launch("g4dn.xlarge")];
+        assert_eq!(generic_offerings(&only, &catalog), only);
+    }
+}
