@@ -52,19 +52,11 @@ pub struct Shape {
     pub tags: BTreeMap<String, String>,
 }
 
-/// A launched instance, from the fleet's answer.
-#[derive(Clone, Debug, PartialEq)]
-pub struct FleetInstance {
-    pub id: String,
-    pub instance_type: String,
-    pub zone: String,
-    pub spot: bool,
-}
-
 /// What one CreateFleet call gave: instances, and per-override errors.
 #[derive(Clone, Debug, Default)]
 pub struct FleetResult {
-    pub instances: Vec<FleetInstance>,
+    /// The ids of the instances launched; DescribeInstances tells the rest.
+    pub instances: Vec<String>,
     /// Offerings EC2 had no capacity for.
     pub unavailable: Vec<Launch>,
     /// Other per-override errors, as `code: message`.
@@ -118,7 +110,7 @@ fn tags(resource: ResourceType, tags: &BTreeMap<String, String>) -> TagSpecifica
     spec.build()
 }
 
-/// The zone an answered override names, or that of the subnet it names.
+/// The zone an override in an error names, or that of the subnet it names.
 fn zone_of(
     ov: Option<&aws_sdk_ec2::types::FleetLaunchTemplateOverrides>,
     shape: &Shape,
@@ -201,28 +193,7 @@ pub async fn create(
     let out = req.send().await.map_err(|e| sdk_error("CreateFleet", e))?;
     let mut result = FleetResult::default();
     for i in out.instances() {
-        let ov = i
-            .launch_template_and_overrides()
-            .and_then(|l| l.overrides());
-        let instance_type = i
-            .instance_type()
-            .or(ov.and_then(|o| o.instance_type()))
-            .map(|t| t.as_str().to_string())
-            .unwrap_or_default();
-        let zone = i
-            .availability_zone()
-            .map(str::to_string)
-            .or_else(|| zone_of(ov, shape))
-            .unwrap_or_default();
-        let is_spot = i.lifecycle().map(|l| l.as_str() == "spot").unwrap_or(spot);
-        for id in i.instance_ids() {
-            result.instances.push(FleetInstance {
-                id: id.clone(),
-                instance_type: instance_type.clone(),
-                zone: zone.clone(),
-                spot: is_spot,
-            });
-        }
+        result.instances.extend(i.instance_ids().iter().cloned());
     }
     for e in out.errors() {
         let code = e.error_code().unwrap_or_default();

@@ -108,6 +108,12 @@ impl AwsHandle {
             .map(|o| o.price)
     }
 
+    /// An instance as the controller sees it, priced from the current catalog.
+    pub(super) fn priced(&self, d: &instances::Described) -> Instance {
+        let price = self.price(&d.instance_type, &d.zone, d.capacity_type());
+        d.instance(price.unwrap_or(0.0))
+    }
+
     /// A NodeClass was created or changed: it is not Ready until resolved. Returns whether
     /// its spec is new (the watch also delivers our own status writes, which change
     /// nothing to resolve).

@@ -39,16 +39,20 @@ impl Described {
         format!("aws:///{}/{}", self.zone, self.id)
     }
 
+    pub fn capacity_type(&self) -> CapacityType {
+        if self.spot {
+            CapacityType::Spot
+        } else {
+            CapacityType::OnDemand
+        }
+    }
+
     pub fn instance(&self, price: f64) -> Instance {
         Instance {
             provider_id: self.provider_id(),
             instance_type: self.instance_type.clone(),
             zone: self.zone.clone(),
-            capacity_type: if self.spot {
-                CapacityType::Spot
-            } else {
-                CapacityType::OnDemand
-            },
+            capacity_type: self.capacity_type(),
             price,
             nodeclaim: self
                 .tags

@@ -42,7 +42,7 @@ impl AwsCloud {
                 return requests.iter().map(|r| Err(fail(r, e.0.clone()))).collect();
             }
         };
-        let ids: Vec<String> = result.instances.iter().map(|i| i.id.clone()).collect();
+        let ids = result.instances.clone();
         let described = if ids.is_empty() {
             Ok(Vec::new())
         } else {
@@ -58,7 +58,7 @@ impl AwsCloud {
         let mut out = Vec::with_capacity(requests.len());
         let mut launched = result.instances.iter();
         for r in requests {
-            let Some(fi) = launched.next() else {
+            let Some(id) = launched.next() else {
                 out.push(Err(if result.errors.is_empty() {
                     LaunchError::InsufficientCapacity {
                         nodeclaim: r.nodeclaim.clone(),
@@ -70,42 +70,23 @@ impl AwsCloud {
                 continue;
             };
             if !single
-                && let Err(e) =
-                    instances::tag(&clients, &fi.id, &[(NODECLAIM_TAG, &r.nodeclaim)]).await
+                && let Err(e) = instances::tag(&clients, id, &[(NODECLAIM_TAG, &r.nodeclaim)]).await
             {
                 tracing::warn!("{e}");
             }
-            let d = described.iter().find(|d| d.id == fi.id);
-            let ct = if fi.spot {
-                CapacityType::Spot
-            } else {
-                CapacityType::OnDemand
+            let Some(d) = described.iter().find(|d| d.id == *id) else {
+                // Without its zone and DNS name the instance cannot be recorded; garbage
+                // collection terminates it.
+                out.push(Err(fail(
+                    r,
+                    format!("instance {id} was launched but DescribeInstances does not show it"),
+                )));
+                continue;
             };
-            let price = self
-                .handle
-                .price(&fi.instance_type, &fi.zone, ct)
-                .unwrap_or(0.0);
-            let instance = match d {
-                Some(d) => {
-                    self.handle.facts().insert(d.provider_id(), d.facts.clone());
-                    let mut i = d.instance(price);
-                    i.nodeclaim = r.nodeclaim.clone();
-                    i.nodepool = r.nodepool.clone();
-                    i
-                }
-                None => Instance {
-                    provider_id: format!("aws:///{}/{}", fi.zone, fi.id),
-                    instance_type: fi.instance_type.clone(),
-                    zone: fi.zone.clone(),
-                    capacity_type: ct,
-                    price,
-                    nodeclaim: r.nodeclaim.clone(),
-                    nodepool: r.nodepool.clone(),
-                    hostname: String::new(),
-                    launched: chrono::Utc::now(),
-                    image_id: None,
-                },
-            };
+            self.handle.facts().insert(d.provider_id(), d.facts.clone());
+            let mut instance = self.handle.priced(d);
+            instance.nodeclaim = r.nodeclaim.clone();
+            instance.nodepool = r.nodepool.clone();
             out.push(Ok(Launched {
                 instance,
                 unavailable: result.unavailable.clone(),

@@ -287,17 +287,7 @@ impl CloudProvider for AwsCloud {
             if changed {
                 handle.bump();
             }
-            Ok(found
-                .iter()
-                .map(|d| {
-                    let ct = if d.spot {
-                        CapacityType::Spot
-                    } else {
-                        CapacityType::OnDemand
-                    };
-                    d.instance(handle.price(&d.instance_type, &d.zone, ct).unwrap_or(0.0))
-                })
-                .collect())
+            Ok(found.iter().map(|d| handle.priced(d)).collect())
         }
     }
 

@@ -26,40 +26,14 @@ pub struct ClusterInfo {
     pub cidr: Option<String>,
 }
 
-/// The kubelet `config` object of a NodeConfig: the NodeClass's kubelet settings in
-/// KubeletConfiguration's field names.
+/// The kubelet `config` object of a NodeConfig: the NodeClass's kubelet settings, whose
+/// field names are KubeletConfiguration's (the API type mirrors upstream's, which mirrors
+/// the kubelet's), unset fields left out.
 fn kubelet_config(k: &KubeletConfiguration) -> Map<String, Value> {
-    let mut c = Map::new();
-    let mut put = |key: &str, v: Value| {
-        if !v.is_null() {
-            c.insert(key.into(), v);
-        }
-    };
-    put("clusterDNS", json!(k.cluster_dns));
-    put("maxPods", json!(k.max_pods));
-    put("podsPerCore", json!(k.pods_per_core));
-    put("systemReserved", json!(k.system_reserved));
-    put("kubeReserved", json!(k.kube_reserved));
-    put("evictionHard", json!(k.eviction_hard));
-    put("evictionSoft", json!(k.eviction_soft));
-    put(
-        "evictionSoftGracePeriod",
-        json!(k.eviction_soft_grace_period),
-    );
-    put(
-        "evictionMaxPodGracePeriod",
-        json!(k.eviction_max_pod_grace_period),
-    );
-    put(
-        "imageGCHighThresholdPercent",
-        json!(k.image_gc_high_threshold_percent),
-    );
-    put(
-        "imageGCLowThresholdPercent",
-        json!(k.image_gc_low_threshold_percent),
-    );
-    put("cpuCFSQuota", json!(k.cpu_cfs_quota));
-    c
+    match serde_json::to_value(k) {
+        Ok(Value::Object(m)) => m,
+        _ => Map::new(),
+    }
 }
 
 /// `--node-labels` and `--register-with-taints`, as upstream renders them.

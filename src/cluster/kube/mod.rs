@@ -116,28 +116,9 @@ pub async fn connect(
         .to_string();
     let ca_bundle = config
         .root_cert
-        .as_ref()
+        .as_deref()
         .filter(|c| !c.is_empty())
-        .map(|certs| {
-            use base64::Engine;
-            let b64 = base64::engine::general_purpose::STANDARD;
-            let pem: String = certs
-                .iter()
-                .map(|der| {
-                    let body = b64.encode(der);
-                    let lines: Vec<&str> = body
-                        .as_bytes()
-                        .chunks(64)
-                        .map(|c| std::str::from_utf8(c).unwrap_or_default())
-                        .collect();
-                    format!(
-                        "-----BEGIN CERTIFICATE-----\n{}\n-----END CERTIFICATE-----\n",
-                        lines.join("\n")
-                    )
-                })
-                .collect();
-            b64.encode(pem)
-        });
+        .map(ca_bundle);
     let client = kube::Client::try_from(config).map_err(|e| format!("Kubernetes client: {e}"))?;
     Ok(Connection {
         client,
@@ -147,6 +128,24 @@ pub async fn connect(
         server,
         ca_bundle,
     })
+}
+
+/// DER certificates as EKS gives a cluster's CA: base64 of the PEM text.
+fn ca_bundle(certs: &[Vec<u8>]) -> String {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let mut pem = String::new();
+    for der in certs {
+        let body = b64.encode(der);
+        pem.push_str("-----BEGIN CERTIFICATE-----\n");
+        // Base64 is ASCII, so 64-byte chunks are whole characters.
+        for line in body.as_bytes().chunks(64) {
+            pem.push_str(std::str::from_utf8(line).unwrap_or_default());
+            pem.push('\n');
+        }
+        pem.push_str("-----END CERTIFICATE-----\n");
+    }
+    b64.encode(pem)
 }
 
 /// A live cluster behind the [`Cluster`] trait.
