@@ -352,6 +352,18 @@ fn build(
             &c.startup_delay,
             defaults.startup_delay,
         ),
+        bind_delay: d(
+            errors,
+            "spec.cluster.bindDelay",
+            &c.bind_delay,
+            defaults.bind_delay,
+        ),
+        watch_latency: d(
+            errors,
+            "spec.cluster.watchLatency",
+            &c.watch_latency,
+            defaults.watch_latency,
+        ),
         unreachable_eviction: defaults.unreachable_eviction,
         chaos_taint: c.chaos_taint.clone(),
     };

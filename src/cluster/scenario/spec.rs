@@ -42,6 +42,10 @@ pub struct ClusterSpec {
     pub registration_delay: Option<String>,
     pub ready_delay: Option<String>,
     pub startup_delay: Option<String>,
+    /// How long the kube-scheduler takes to bind a pod it can place.
+    pub bind_delay: Option<String>,
+    /// How late watch events reach the controller.
+    pub watch_latency: Option<String>,
     /// A taint every new node gets and never loses (nodes that never become usable).
     pub chaos_taint: Option<Taint>,
 }

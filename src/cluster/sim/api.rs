@@ -5,6 +5,8 @@
 
 use std::future::ready;
 
+use chrono::{DateTime, Utc};
+
 use super::SimCluster;
 use crate::cluster::{Change, ClusterError, Object, ObjectRef, Write};
 use crate::engine::pod::{Pod, PodKey};
@@ -12,7 +14,14 @@ use crate::engine::pod::{Pod, PodKey};
 impl crate::cluster::Cluster for SimCluster {
     fn changes(&mut self) -> Vec<Change> {
         if !self.resync {
-            return std::mem::take(&mut self.queue);
+            let due = |at: &DateTime<Utc>| *at + self.settings.watch_latency <= self.now;
+            let mut out = Vec::new();
+            while self.queue.front().is_some_and(|(at, _)| due(at)) {
+                if let Some((_, c)) = self.queue.pop_front() {
+                    out.push(c);
+                }
+            }
+            return out;
         }
         self.resync = false;
         self.queue.clear();
@@ -50,7 +59,7 @@ impl crate::cluster::Cluster for SimCluster {
         self.pdb_allowed.clear();
         self.pods_dirty = true;
         self.refresh_pdbs();
-        out.append(&mut self.queue);
+        out.extend(self.queue.drain(..).map(|(_, c)| c));
         out
     }
 

@@ -46,6 +46,13 @@ pub struct SimSettings {
     pub ready_delay: TimeDelta,
     /// From Ready to startup taints removed.
     pub startup_delay: TimeDelta,
+    /// From a pod becoming placeable to the kube-scheduler binding it (a real scheduler
+    /// and kubelet take seconds; 0 binds in the same round).
+    pub bind_delay: TimeDelta,
+    /// How late the controller's watch sees a change (a real API server's watch lags
+    /// the write that caused it; 0 delivers at once). The controller's own writes are
+    /// known to it at once: what arrives late is the cluster echoing them back.
+    pub watch_latency: TimeDelta,
     /// Taint-based eviction of pods from an unreachable node (default toleration 300 s).
     pub unreachable_eviction: TimeDelta,
     /// A taint every new Node gets at registration and never loses (the runaway
@@ -59,6 +66,8 @@ impl Default for SimSettings {
             registration_delay: TimeDelta::seconds(20),
             ready_delay: TimeDelta::seconds(5),
             startup_delay: TimeDelta::seconds(3),
+            bind_delay: TimeDelta::zero(),
+            watch_latency: TimeDelta::zero(),
             unreachable_eviction: TimeDelta::seconds(300),
             chaos_taint: None,
         }
@@ -91,10 +100,14 @@ pub struct SimCluster {
     jobs: BTreeMap<(String, String), Job>,
     /// Instances whose kubelet has registered (or will never: reclaimed).
     registered: BTreeSet<String>,
-    queue: Vec<Change>,
+    /// Changes not yet seen by the controller, with when they happened (the watch
+    /// delivers each `watch_latency` later).
+    queue: std::collections::VecDeque<(DateTime<Utc>, Change)>,
     resync: bool,
     /// Something the scheduler reads changed since its last attempt.
     schedule_dirty: bool,
+    /// Pods the scheduler could place, since when (it binds them `bind_delay` later).
+    bind_at: HashMap<PodKey, DateTime<Utc>>,
     pods_dirty: bool,
     /// The controller wrote something since the driver last asked.
     written: bool,
@@ -124,9 +137,10 @@ impl SimCluster {
             deployments: BTreeMap::new(),
             jobs: BTreeMap::new(),
             registered: BTreeSet::new(),
-            queue: Vec::new(),
+            queue: std::collections::VecDeque::new(),
             resync: true,
             schedule_dirty: true,
+            bind_at: HashMap::new(),
             pods_dirty: true,
             written: false,
             writes: 0,
@@ -138,9 +152,19 @@ impl SimCluster {
     }
 
     pub(super) fn emit(&mut self, change: Change) {
-        if !self.resync {
-            self.queue.push(change);
+        if self.resync {
+            return;
         }
+        // Under a lagging watch, changes made in the same instant arrive one API
+        // round trip (1 ms) apart, as a real watch delivers them one by one: a
+        // controller can see a NodeClaim's creation before its launch status.
+        let mut at = self.now;
+        if self.settings.watch_latency > TimeDelta::zero()
+            && let Some((last, _)) = self.queue.back()
+        {
+            at = at.max(*last + TimeDelta::milliseconds(1));
+        }
+        self.queue.push_back((at, change));
     }
 
     pub(super) fn emit_pod(&mut self, key: &PodKey) {
@@ -342,6 +366,10 @@ impl SimCluster {
         for n in self.nodes.values() {
             next.extend(n.timeline.next_event(&self.settings, now));
         }
+        if let Some((at, _)) = self.queue.front() {
+            next.push(*at + self.settings.watch_latency);
+        }
+        next.extend(self.bind_at.values().map(|t| *t + self.settings.bind_delay));
         let offset = now - self.start;
         for d in self.deployments.values() {
             if let Some(o) = d.replicas.next_change(offset) {

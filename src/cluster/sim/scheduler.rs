@@ -30,6 +30,7 @@ impl SimCluster {
             })
             .collect();
         if pending.is_empty() {
+            self.bind_at.clear();
             return;
         }
         let mut input = SolveInput::default();
@@ -86,9 +87,25 @@ impl SimCluster {
             .filter(|p| !p.unschedulable && results.errors.contains_key(&p.key))
             .map(|p| p.key.clone())
             .collect();
+        // The scheduler takes `bind_delay` from the moment it could place a pod; a pod it
+        // can no longer place starts over.
+        let now = self.now;
+        let delay = self.settings.bind_delay;
+        let placed: std::collections::HashSet<PodKey> =
+            binds.iter().map(|(p, _)| p.clone()).collect();
+        self.bind_at.retain(|p, _| placed.contains(p));
+        let mut waiting = false;
         for (pod, node) in binds {
+            let since = *self.bind_at.entry(pod.clone()).or_insert(now);
+            if now - since < delay {
+                waiting = true;
+                continue;
+            }
+            self.bind_at.remove(&pod);
             self.start_pod(&pod, &node);
         }
+        // Look again once the wait is over, whatever else changes.
+        self.schedule_dirty |= waiting;
         for key in failed {
             if let Some(p) = self.pods.get_mut(&key) {
                 p.unschedulable = true;
