@@ -39,7 +39,7 @@ pub async fn wait_synced<P: CloudProvider>(
 ) -> Result<(), String> {
     let began = std::time::Instant::now();
     let deadline = tokio::time::Instant::now() + limit;
-    while !controller.parts_mut().0.synced() {
+    while !controller.parts_mut().0.watches_synced() {
         if tokio::time::timeout_at(deadline, wake.notified())
             .await
             .is_err()
@@ -164,17 +164,7 @@ async fn remote_request<P: CloudProvider>(
             .iter()
             .find(|d| d.id == id)
             .ok_or_else(|| format!("no pending decision #{id}"))?;
-        Ok(d.command
-            .nodes()
-            .map(|n| {
-                snapshot
-                    .state
-                    .nodes
-                    .iter()
-                    .find(|s| s.name == n)
-                    .map_or(n.to_string(), |s| s.nodeclaim.clone())
-            })
-            .collect())
+        Ok(d.command.nodeclaims().map(str::to_string).collect())
     };
     let pools: Vec<String> = snapshot.state.nodepools.keys().cloned().collect();
     match request {

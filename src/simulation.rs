@@ -310,8 +310,12 @@ impl Simulation {
                 pods,
                 pods_pending: pending,
                 cost_per_hour: (cost * 10_000.0).round() / 10_000.0,
+                cost: (stats.cost * 100.0).round() / 100.0,
                 disruptions: stats.disruptions.clone(),
                 nodeclaims_created: stats.nodeclaims_created,
+                nodeclaims_deleted: stats.nodeclaims_deleted,
+                evictions: stats.evictions,
+                evictions_by_reason: stats.evictions_by_reason.clone(),
             },
         }
     }

@@ -488,17 +488,32 @@ fn recorded(peer: &KubePeer) -> Vec<(String, String)> {
 #[test]
 fn two_attached_consoles_approve_reject_and_pause_through_the_controller() {
     let (peer, kubeconfig) = peer_with_pool();
+    // Every decision waits for an operator and holds its budget while it waits; with a
+    // budget of two, two empty nodes that appear one after the other make two decisions.
+    peer.kubectl(
+        &[
+            "patch",
+            "nodepool",
+            "default",
+            "--type",
+            "merge",
+            "-p",
+            r#"{"spec":{"disruption":{"budgets":[{"nodes":"2","reasons":["Empty"]}]}}}"#,
+        ],
+        "",
+    );
     peer.kubectl(
         &["create", "-f", "-"],
         &empty_node("default-aaaaa", "ip-10-0-0-1.kwok.internal"),
     );
+    let mut controller = controller(&kubeconfig, &["--approve", "manual"]);
+    eventually("the first decision recorded", || {
+        (recorded(&peer).len() == 1).then_some(())
+    });
     peer.kubectl(
         &["create", "-f", "-"],
         &empty_node("default-bbbbb", "ip-10-0-0-2.kwok.internal"),
     );
-    // Every decision waits for an operator; the Empty budget allows one node at a time,
-    // so the two empty nodes make two decisions.
-    let mut controller = controller(&kubeconfig, &["--approve", "manual"]);
     let records = eventually("both decisions recorded on their NodeClaims", || {
         let r = recorded(&peer);
         (r.len() == 2 && r[0].1 != r[1].1).then_some(r)

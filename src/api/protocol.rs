@@ -29,3 +29,17 @@ pub const PAUSED_BY: &str = "karpenter-tui.dev/paused-by";
 /// The Lease our controller's replicas elect a leader on: its presence (with a holder)
 /// tells a console that our controller runs in the cluster.
 pub const LEASE: &str = "karpenter-tui-leader-election";
+/// On each candidate NodeClaim of a command being carried out: its decision id. With
+/// [`COMMAND_SPEC`] it lets a restarted controller or a new leader take the command
+/// over where the old one stopped, instead of untainting and proposing it anew.
+pub const COMMAND: &str = "karpenter-tui.dev/command";
+/// Beside [`COMMAND`]: the command as JSON (method, reason, how many replacements it
+/// creates, who approved it, when it started).
+pub const COMMAND_SPEC: &str = "karpenter-tui.dev/command-spec";
+/// On a replacement NodeClaim a command created: that command's decision id.
+pub const REPLACEMENT_OF: &str = "karpenter-tui.dev/replacement-of";
+/// On each NodeClaim of a rejected decision: until when (RFC 3339) it is not proposed
+/// again.
+pub const REJECTED_UNTIL: &str = "karpenter-tui.dev/rejected-until";
+/// Beside [`REJECTED_UNTIL`]: the operator's reason.
+pub const REJECTED_REASON: &str = "karpenter-tui.dev/rejected-reason";

@@ -71,6 +71,9 @@ pub struct NodeClaimObject {
     pub finalizer: bool,
     /// Set once the cloud provider launched it (condition Launched=True).
     pub launched: Option<Launched>,
+    /// When it became initialized, where the cluster records it (condition
+    /// Initialized=True's lastTransitionTime, which upstream writes).
+    pub initialized_at: Option<DateTime<Utc>>,
 }
 
 /// A Node, as the kubelet registered it.
@@ -215,6 +218,13 @@ pub trait Cluster {
 
     /// Publishes a notice; best effort, never blocks the loop. The default drops it.
     fn notify(&mut self, _notice: Notice) {}
+
+    /// False until the cluster's objects have all been listed once (upstream's cluster
+    /// state is not "synced" before): nothing may be disrupted on a partial view. The
+    /// default (an in-memory cluster) is always synced.
+    fn synced(&self) -> bool {
+        true
+    }
 
     /// False when [`Cluster::notify`] drops everything: the controller then does not
     /// compose notices at all (the simulation emits events on its hot path).

@@ -12,7 +12,7 @@
 //! scope, expiration included. Involuntary disruptions (instance gone, spot interruption)
 //! cannot be paused; they are recorded and shown as such.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::fmt;
 
 use chrono::{DateTime, TimeDelta, Utc};
@@ -26,6 +26,21 @@ pub const APPROVAL_ANNOTATION: &str = "karpenter-tui.dev/approval";
 
 /// How long a rejected candidate is not proposed again, unless configured.
 pub const DEFAULT_REJECT_FOR: TimeDelta = TimeDelta::hours(1);
+
+/// How long an auto decision waits between being proposed and being re-validated and run
+/// (upstream `commandValidationDelay`): a decision made on a cluster in motion is checked
+/// against the cluster 15 s later, and abandoned if it moved. Expiration does not wait
+/// (upstream's expiration controller deletes at the due time).
+pub const VALIDATION_DELAY: TimeDelta = TimeDelta::seconds(15);
+
+/// When an auto decision may run: after the validation delay, or at once for expiry.
+fn runs_at(d: &Decision) -> DateTime<Utc> {
+    if d.command.reason == Reason::Expired {
+        d.proposed_at
+    } else {
+        d.proposed_at + VALIDATION_DELAY
+    }
+}
 
 /// How many withdrawn decisions the gate remembers for the console.
 const WITHDRAWN_KEPT: usize = 50;
@@ -261,9 +276,17 @@ pub struct Withdrawn {
 /// A disruption nobody can pause: the instance went away or the cloud reclaimed it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Involuntary {
+    /// The NodeClaim.
     pub node: String,
     pub at: DateTime<Utc>,
     pub why: String,
+}
+
+/// An operator's rejection of a node: it is not proposed again until `until`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Rejection {
+    pub until: DateTime<Utc>,
+    pub reason: String,
 }
 
 /// Why an operator action did not happen.
@@ -284,12 +307,13 @@ pub struct Gate {
     /// How long a rejected node is not proposed again.
     pub reject_for: TimeDelta,
     pending: BTreeMap<u64, Decision>,
-    rejected: HashMap<String, (DateTime<Utc>, String)>,
+    /// NodeClaim -> its rejection.
+    rejected: HashMap<String, Rejection>,
     pauses: Vec<Scope>,
     withdrawn: VecDeque<Withdrawn>,
     involuntary: VecDeque<Involuntary>,
     next_id: u64,
-    /// Ids recorded in the cluster by candidates (node names): a decision proposed again
+    /// Ids recorded in the cluster by candidates (NodeClaims): a decision proposed again
     /// after a restart takes its old id, so approvals written meanwhile still find it.
     id_hints: HashMap<BTreeSet<String>, u64>,
 }
@@ -317,10 +341,11 @@ impl Gate {
         nodepools: &BTreeMap<String, NodePool>,
         now: DateTime<Utc>,
     ) -> Option<&Decision> {
-        let taken = self
-            .pending
-            .values()
-            .any(|d| d.command.nodes().any(|n| command.nodes().any(|m| m == n)));
+        let taken = self.pending.values().any(|d| {
+            d.command
+                .nodeclaims()
+                .any(|n| command.nodeclaims().any(|m| m == n))
+        });
         if taken {
             return None;
         }
@@ -334,7 +359,7 @@ impl Gate {
             })
             .max_by_key(|p| *p == Policy::Manual)
             .unwrap_or((self.policy.default)(command.reason));
-        let nodes: BTreeSet<String> = command.nodes().map(str::to_string).collect();
+        let nodes: BTreeSet<String> = command.nodeclaims().map(str::to_string).collect();
         let id = match self.id_hints.get(&nodes) {
             Some(id) if !self.pending.contains_key(id) => *id,
             _ => {
@@ -362,17 +387,48 @@ impl Gate {
         self.id_hints = hints;
     }
 
+    /// An id in use elsewhere (a command a previous process started): new ids start
+    /// above it.
+    pub fn note_id(&mut self, id: u64) {
+        self.next_id = self.next_id.max(id + 1);
+    }
+
     /// The pause covering a command, if any.
     pub fn paused_by(&self, cmd: &Command) -> Option<&Scope> {
         self.pauses.iter().find(|s| s.covers(cmd))
     }
 
-    /// Auto decisions no pause holds: ready to run (after re-validation).
-    pub fn due(&self) -> Vec<u64> {
+    /// Auto decisions no pause holds whose validation delay is over: ready to run
+    /// (after re-validation).
+    pub fn due(&self, now: DateTime<Utc>) -> Vec<u64> {
         self.pending
             .values()
             .filter(|d| d.policy == Policy::Auto && self.paused_by(&d.command).is_none())
+            .filter(|d| runs_at(d) <= now)
             .map(|d| d.id)
+            .collect()
+    }
+
+    /// When each auto decision's validation delay ends and each rejection expires: the
+    /// gate has work then whatever else happens.
+    pub fn due_times(&self) -> Vec<DateTime<Utc>> {
+        let validations = self
+            .pending
+            .values()
+            .filter(|d| d.policy == Policy::Auto && self.paused_by(&d.command).is_none())
+            .map(runs_at);
+        let holds = self.rejected.values().map(|r| r.until);
+        validations.chain(holds).collect()
+    }
+
+    /// NodeClaims of waiting decisions for a budgeted reason: they hold their pool's
+    /// budget as a command in flight does, so a pass never proposes past the budget and
+    /// everything waiting can be approved at once.
+    pub fn reserved(&self) -> HashSet<String> {
+        self.pending
+            .values()
+            .filter(|d| d.command.reason.budget_reason().is_some())
+            .flat_map(|d| d.command.nodeclaims().map(str::to_string))
             .collect()
     }
 
@@ -410,11 +466,45 @@ impl Gate {
         now: DateTime<Utc>,
     ) -> Result<Decision, GateError> {
         let d = self.pending.remove(&id).ok_or(GateError::Unknown(id))?;
-        for n in d.command.nodes() {
-            self.rejected
-                .insert(n.to_string(), (now + self.reject_for, reason.to_string()));
+        for n in d.command.nodeclaims() {
+            self.rejected.insert(
+                n.to_string(),
+                Rejection {
+                    until: now + self.reject_for,
+                    reason: reason.to_string(),
+                },
+            );
         }
         Ok(d)
+    }
+
+    /// Takes back a rejection found in the cluster (a restarted controller, a new
+    /// leader), unless one is known already.
+    pub fn restore_rejection(&mut self, nodeclaim: &str, rejection: Rejection) {
+        self.rejected
+            .entry(nodeclaim.to_string())
+            .or_insert(rejection);
+    }
+
+    /// Rejections in force, by NodeClaim.
+    pub fn rejections(&self) -> impl Iterator<Item = (&String, &Rejection)> {
+        self.rejected.iter()
+    }
+
+    /// Gives a pending decision the id the cluster records for it (an observing console
+    /// follows the controller that acts). False when `from` is not pending or `to` is
+    /// taken.
+    pub fn renumber(&mut self, from: u64, to: u64) -> bool {
+        if from == to || self.pending.contains_key(&to) {
+            return false;
+        }
+        let Some(mut d) = self.pending.remove(&from) else {
+            return false;
+        };
+        d.id = to;
+        self.pending.insert(to, d);
+        self.next_id = self.next_id.max(to + 1);
+        true
     }
 
     /// Pauses a scope (idempotent).
@@ -461,17 +551,18 @@ impl Gate {
         self.involuntary.iter()
     }
 
-    /// Nodes the pass must leave alone, with the words to show: in a pending decision, or
-    /// rejected recently. Forgets expired rejections.
+    /// NodeClaims the pass must leave alone, with the words to show: in a pending
+    /// decision, or rejected recently. Forgets expired rejections.
     pub fn held(&mut self, now: DateTime<Utc>) -> HashMap<String, String> {
-        self.rejected.retain(|_, (until, _)| *until > now);
+        self.rejected.retain(|_, r| r.until > now);
         let mut out = HashMap::new();
-        for (node, (until, reason)) in &self.rejected {
+        for (node, r) in &self.rejected {
             out.insert(
                 node.clone(),
                 format!(
-                    "rejected by an operator ({reason}); not proposed again until {}",
-                    until.format("%H:%M:%S UTC")
+                    "rejected by an operator ({}); not proposed again until {}",
+                    r.reason,
+                    r.until.format("%H:%M:%S UTC")
                 ),
             );
         }
@@ -485,9 +576,14 @@ impl Gate {
                     "in decision #{} ({}), waiting for approval",
                     d.id, d.command.method
                 ),
-                (Policy::Auto, None) => format!("in decision #{} ({})", d.id, d.command.method),
+                (Policy::Auto, None) => format!(
+                    "in decision #{} ({}), validated and run at {}",
+                    d.id,
+                    d.command.method,
+                    runs_at(d).format("%H:%M:%S UTC")
+                ),
             };
-            for n in d.command.nodes() {
+            for n in d.command.nodeclaims() {
                 out.insert(n.to_string(), why.clone());
             }
         }

@@ -4,12 +4,12 @@
 //! operator's approve / reject / pause / resume come in here too, and everything that
 //! happens is journaled and counted.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 
 use chrono::{DateTime, Utc};
 
 use crate::engine::disruption::validation::revalidate;
-use crate::engine::disruption::{self, Command, Options, Pass};
+use crate::engine::disruption::{self, Command, Options, Pass, Reason};
 use crate::engine::state::ClusterState;
 
 use super::approvals::{Decision, Gate, GateError, PolicyTable, Scope};
@@ -42,6 +42,12 @@ pub struct DisruptionController {
     /// Evaluate and explain every node each pass (a console is watching); otherwise
     /// passes stop at the first command, as upstream's do.
     pub explain: bool,
+    /// Why nothing voluntary may run now (cluster state not synced), set by the owner
+    /// before each poll.
+    pub unsynced: Option<String>,
+    /// The NodeClaim pods are nominated to that is not initialized yet, if any, set by
+    /// the owner before each poll: drift and consolidation wait for it.
+    pub scaling_up: Option<String>,
     /// Where the next fast pass resumes single-node consolidation.
     single_node_start: usize,
     /// Single-node candidates a truncated fast pass has not reached yet: the next poll
@@ -74,6 +80,7 @@ fn entry(action: Action, actor: &str, now: DateTime<Utc>) -> Entry {
         method: None,
         reason: None,
         nodes: Vec::new(),
+        nodeclaims: Vec::new(),
         savings_per_hour: None,
         detail: String::new(),
     }
@@ -91,7 +98,8 @@ fn decision_entry(
         decision: Some(id),
         method: Some(cmd.method.as_str().to_string()),
         reason: Some(cmd.reason.as_str().to_string()),
-        nodes: cmd.nodes().map(str::to_string).collect(),
+        nodes: cmd.node_names().map(str::to_string).collect(),
+        nodeclaims: cmd.nodeclaims().map(str::to_string).collect(),
         savings_per_hour: Some(cmd.savings_per_hour),
         detail: detail.to_string(),
         ..entry(action, actor, now)
@@ -105,6 +113,8 @@ impl DisruptionController {
             orchestrator: Orchestrator::new(),
             spot_to_spot: false,
             explain: true,
+            unsynced: None,
+            scaling_up: None,
             single_node_start: 0,
             unseen: 0,
             journal,
@@ -120,9 +130,31 @@ impl DisruptionController {
         Options {
             spot_to_spot: self.spot_to_spot,
             held: Default::default(),
+            reserved: self.reserved(),
+            unsynced: self.unsynced.clone(),
+            scaling_up: self.scaling_up.clone(),
             fast: !self.explain,
             single_node_start: self.single_node_start,
         }
+    }
+
+    /// NodeClaims that hold budget although their nodes may not show it yet: waiting
+    /// decisions and the candidates of commands in flight.
+    pub fn reserved(&self) -> HashSet<String> {
+        let mut out = self.gate.reserved();
+        for e in self.orchestrator.running() {
+            out.extend(e.command.nodeclaims().map(str::to_string));
+        }
+        out
+    }
+
+    /// The instants time alone changes what this loop would do: the last pass's next
+    /// change (a budget window, a `consolidateAfter`, a nomination, an expiry), each auto
+    /// decision's validation delay ending, each rejection expiring.
+    pub fn timed_triggers(&self) -> Vec<DateTime<Utc>> {
+        let mut out = self.gate.due_times();
+        out.extend(self.last_pass.as_ref().and_then(|p| p.next_change));
+        out
     }
 
     /// Journals a controller step; a failure is remembered, not fatal.
@@ -163,6 +195,65 @@ impl DisruptionController {
         self.unseen > 0
     }
 
+    /// For an observing console: proposes the decision an acting controller recorded on
+    /// exactly `claims`, by a pass that looks at those nodes alone, so the console shows
+    /// (and approves) what the cluster records rather than a grouping of its own. The id
+    /// comes from the gate's hints. False when the pass finds no such decision now.
+    pub fn propose_recorded(
+        &mut self,
+        state: &ClusterState,
+        now: DateTime<Utc>,
+        claims: &std::collections::BTreeSet<String>,
+    ) -> bool {
+        if self
+            .gate
+            .pending()
+            .any(|d| d.command.nodeclaims().any(|c| claims.contains(c)))
+        {
+            return false;
+        }
+        let held = state
+            .nodes
+            .iter()
+            .filter(|n| !claims.contains(&n.nodeclaim))
+            .map(|n| {
+                (
+                    n.nodeclaim.clone(),
+                    "not part of the recorded decision".into(),
+                )
+            })
+            .collect();
+        let pass = disruption::plan(
+            state,
+            now,
+            &Options {
+                held,
+                ..self.options()
+            },
+        );
+        let found = pass
+            .expirations
+            .iter()
+            .chain(pass.command.iter())
+            .find(|c| {
+                let mine: std::collections::BTreeSet<String> =
+                    c.nodeclaims().map(str::to_string).collect();
+                &mine == claims
+            })
+            .cloned();
+        let Some(cmd) = found else {
+            return false;
+        };
+        let Some(d) = self.gate.propose(cmd, &state.nodepools, now) else {
+            return false;
+        };
+        let detail = format!("policy {}", d.policy);
+        let e = decision_entry(Action::Proposed, CONTROLLER, d.id, &d.command, &detail, now);
+        let cmd = d.command.clone();
+        self.note_with(e, Some(cmd));
+        true
+    }
+
     /// One disruption poll at `now`: withdraw stale decisions, run a pass, propose, run
     /// what may run, advance what is in flight. Returns the changes to make to the cluster.
     pub fn tick(&mut self, state: &ClusterState, now: DateTime<Utc>) -> Vec<Effect> {
@@ -192,15 +283,7 @@ impl DisruptionController {
             .collect();
         for (id, cmd) in pending {
             if let Err(why) = revalidate(&cmd, state, now, &options) {
-                self.gate.withdraw(id, why.clone(), now);
-                self.note(decision_entry(
-                    Action::Withdrawn,
-                    CONTROLLER,
-                    id,
-                    &cmd,
-                    &why,
-                    now,
-                ));
+                self.withdraw(id, &cmd, &why, CONTROLLER, now);
             }
         }
 
@@ -262,26 +345,43 @@ impl DisruptionController {
     }
 
     fn run_due(&mut self, state: &ClusterState, now: DateTime<Utc>) -> Vec<Effect> {
-        let options = self.options();
         let mut effects = Vec::new();
-        for id in self.gate.due() {
-            let Ok(d) = self.gate.take(id) else { continue };
-            match revalidate(&d.command, state, now, &options) {
-                Ok(()) => effects.extend(self.execute(d, CONTROLLER, now)),
-                Err(why) => {
-                    self.note(decision_entry(
-                        Action::Withdrawn,
-                        CONTROLLER,
-                        d.id,
-                        &d.command,
-                        &why,
-                        now,
-                    ));
+        if self.unsynced.is_some() {
+            return effects;
+        }
+        for id in self.gate.due(now) {
+            let waits = self.gate.decision(id).is_some_and(|d| {
+                self.scaling_up.is_some()
+                    && matches!(d.command.reason, Reason::Drifted | Reason::Underutilized)
+            });
+            if waits {
+                // It keeps its place and its budget until the scale-up lands.
+                continue;
+            }
+            // Each run changes what the next one must count as held.
+            let options = self.options();
+            let Some(cmd) = self.gate.decision(id).map(|d| d.command.clone()) else {
+                continue;
+            };
+            match revalidate(&cmd, state, now, &options) {
+                Ok(()) => {
+                    if let Ok(d) = self.gate.take(id) {
+                        effects.extend(self.execute(d, CONTROLLER, now));
+                    }
                 }
+                Err(why) => self.withdraw(id, &cmd, &why, CONTROLLER, now),
             }
         }
 
         effects
+    }
+
+    /// Takes back a decision the cluster outgrew (upstream abandons a command that fails
+    /// validation), saying why.
+    fn withdraw(&mut self, id: u64, cmd: &Command, why: &str, actor: &str, now: DateTime<Utc>) {
+        self.gate.withdraw(id, why.to_string(), now);
+        self.metrics.failed_validation(cmd);
+        self.note(decision_entry(Action::Withdrawn, actor, id, cmd, why, now));
     }
 
     fn advance_in_flight(&mut self, state: &ClusterState, now: DateTime<Utc>) -> Vec<Effect> {
@@ -339,15 +439,7 @@ impl DisruptionController {
             .into());
         }
         if let Err(reason) = revalidate(&d.command, state, now, &self.options()) {
-            self.gate.withdraw(id, reason.clone(), now);
-            self.note(decision_entry(
-                Action::Withdrawn,
-                actor,
-                id,
-                &d.command,
-                &reason,
-                now,
-            ));
+            self.withdraw(id, &d.command, &reason, actor, now);
             return Err(GateError::Stale { id, reason }.into());
         }
         self.note_operator(decision_entry(
@@ -420,12 +512,55 @@ impl DisruptionController {
     }
 
     /// Records a disruption nobody chose (instance gone, spot interruption).
-    pub fn involuntary(&mut self, node: &str, why: &str, now: DateTime<Utc>) {
-        self.gate.note_involuntary(node, why, now);
+    pub fn involuntary(&mut self, nodeclaim: &str, node: &str, why: &str, now: DateTime<Utc>) {
+        self.gate.note_involuntary(nodeclaim, why, now);
         self.note(Entry {
             nodes: vec![node.to_string()],
+            nodeclaims: vec![nodeclaim.to_string()],
             detail: why.to_string(),
             ..entry(Action::Involuntary, CONTROLLER, now)
         });
+    }
+
+    /// A command's record could not be written: it is abandoned before it touched
+    /// anything, journaled as failed.
+    pub fn abort(&mut self, id: u64, why: &str, now: DateTime<Utc>) {
+        if let Some(cmd) = self.orchestrator.abort(id, why, now) {
+            self.metrics.failed(&cmd);
+            self.note(decision_entry(
+                Action::Failed,
+                CONTROLLER,
+                id,
+                &cmd,
+                why,
+                now,
+            ));
+        }
+    }
+
+    /// A replacement NodeClaim failed to launch or was deleted: its command fails now,
+    /// journaled with why; returns the effects that untaint the candidates (nothing when
+    /// no command waited for it).
+    pub fn replacement_failed(
+        &mut self,
+        nodeclaim: &str,
+        why: &str,
+        now: DateTime<Utc>,
+    ) -> Vec<Effect> {
+        let Some((id, cmd, reason, effects)) =
+            self.orchestrator.replacement_failed(nodeclaim, why, now)
+        else {
+            return Vec::new();
+        };
+        self.metrics.failed(&cmd);
+        self.note(decision_entry(
+            Action::Failed,
+            CONTROLLER,
+            id,
+            &cmd,
+            &reason,
+            now,
+        ));
+        effects
     }
 }

@@ -91,7 +91,10 @@ pub enum EventKind {
         id: u64,
         method: String,
         reason: String,
+        /// The candidates' Node names.
         nodes: Vec<String>,
+        /// The candidates' NodeClaims.
+        nodeclaims: Vec<String>,
     },
     DisruptionCompleted {
         id: u64,
@@ -110,6 +113,7 @@ pub enum EventKind {
     },
     /// A node that cannot be disrupted now, and why (emitted when the reason changes).
     DisruptionBlocked {
+        nodeclaim: String,
         node: String,
         reason: String,
     },
@@ -126,6 +130,17 @@ pub enum EventKind {
     PodEvicted {
         pod: PodKey,
         node: String,
+        /// Why its node is going: the disruption reason (lower case) or what deleted it.
+        reason: String,
+    },
+    /// Termination cannot evict pods of a draining node (a PodDisruptionBudget allows no
+    /// more disruptions, a do-not-disrupt pod): reported when it starts and every 2
+    /// minutes while it lasts, as upstream's `FailedDraining`.
+    DrainBlocked {
+        nodeclaim: String,
+        node: String,
+        /// Pods that wait, and why each.
+        message: String,
     },
     /// A cloud event nobody chose: spot interruption, instance gone.
     Interrupted {
@@ -140,16 +155,24 @@ pub enum EventKind {
     Error {
         message: String,
     },
-    /// The end of a `simulate` run.
+    /// The end of a `simulate` run: where it ended and the churn it took to get there.
     Summary {
         nodes: usize,
         pods: usize,
         pods_pending: usize,
         /// USD per hour of every running node.
         cost_per_hour: f64,
+        /// USD the run's instances cost, price × time, from the start to the end.
+        cost: f64,
         /// Executed disruptions per method.
         disruptions: std::collections::BTreeMap<String, usize>,
         nodeclaims_created: usize,
+        /// NodeClaims whose termination finished.
+        nodeclaims_deleted: usize,
+        /// Pods evicted (or deleted at a grace period's end) by termination.
+        evictions: usize,
+        /// Of those, per reason their node went.
+        evictions_by_reason: std::collections::BTreeMap<String, usize>,
     },
 }
 
@@ -177,6 +200,7 @@ impl EventKind {
             EventKind::NodeClaimDeleting { .. } => "NodeClaimDeleting",
             EventKind::NodeClaimDeleted { .. } => "NodeClaimDeleted",
             EventKind::PodEvicted { .. } => "PodEvicted",
+            EventKind::DrainBlocked { .. } => "DrainBlocked",
             EventKind::Interrupted { .. } => "Interrupted",
             EventKind::InstanceGarbageCollected { .. } => "InstanceGarbageCollected",
             EventKind::Error { .. } => "Error",
@@ -258,12 +282,19 @@ impl std::fmt::Display for EventKind {
             DisruptionResumed { scope, actor } => {
                 write!(f, "disruption resumed ({scope}) by {actor}")
             }
-            DisruptionBlocked { node, reason } => write!(f, "node {node} not disrupted: {reason}"),
+            DisruptionBlocked { node, reason, .. } => {
+                write!(f, "node {node} not disrupted: {reason}")
+            }
             NodeClaimDeleting { nodeclaim, reason } => {
                 write!(f, "deleting {nodeclaim} ({reason}): draining")
             }
             NodeClaimDeleted { nodeclaim, reason } => write!(f, "{nodeclaim} is gone ({reason})"),
-            PodEvicted { pod, node } => write!(f, "pod {pod} evicted from {node}"),
+            PodEvicted { pod, node, reason } => {
+                write!(f, "pod {pod} evicted from {node} ({reason})")
+            }
+            DrainBlocked { node, message, .. } => {
+                write!(f, "draining {node} is blocked: {message}")
+            }
             Interrupted { nodeclaim, reason } => write!(f, "{nodeclaim} interrupted: {reason}"),
             InstanceGarbageCollected { provider_id } => {
                 write!(f, "terminated {provider_id}: no NodeClaim owns it")

@@ -50,8 +50,12 @@ pub struct Entry {
     pub method: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The candidates' Node names, for people.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub nodes: Vec<String>,
+    /// The candidates' NodeClaims: their identities.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodeclaims: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub savings_per_hour: Option<f64>,
     /// Free text: why withdrawn or rejected, the pause scope, the failure.

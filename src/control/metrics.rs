@@ -3,9 +3,14 @@
 //! `karpenter_voluntary_disruption_decisions_total{decision,reason,consolidation_type}`,
 //! `karpenter_voluntary_disruption_eligible_nodes{reason}`,
 //! `karpenter_nodepools_allowed_disruptions{nodepool,reason}`,
+//! `karpenter_nodepools_nodes_consuming_budgets{nodepool,reason}`,
 //! `karpenter_nodeclaims_disrupted_total{reason,nodepool,capacity_type}`,
 //! `karpenter_nodeclaims_created_total{reason,nodepool}`,
-//! `karpenter_nodeclaims_terminated_total{nodepool}`, `karpenter_cluster_state_node_count`,
+//! `karpenter_nodeclaims_terminated_total{nodepool}`,
+//! `karpenter_voluntary_disruption_queue_failures_total{decision,reason,consolidation_type}`,
+//! `karpenter_voluntary_disruption_failed_validations_total{consolidation_type}`,
+//! `karpenter_pods_eviction_requests_total{code}`, `karpenter_pods_drained_total{reason}`,
+//! `karpenter_cluster_state_node_count`,
 //! `karpenter_cluster_state_synced`, `karpenter_build_info{version}` and controller-runtime's
 //! `leader_election_master_status{name}`, plus `karpenter_tui_pending_decisions` for the
 //! approval gate, which upstream has no notion of. Reasons are lower-case, as upstream
@@ -86,6 +91,21 @@ pub struct Metrics {
     synced: Gauge,
     leader: Family<NameLabels, Gauge>,
     pending: Gauge,
+    consuming: Family<PoolReasonLabels, Gauge>,
+    queue_failures: Family<DecisionLabels, Counter>,
+    failed_validations: Family<TypeLabels, Counter>,
+    eviction_requests: Family<CodeLabels, Counter>,
+    drained: Family<ReasonLabels, Counter>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TypeLabels {
+    consolidation_type: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CodeLabels {
+    code: String,
 }
 
 /// The `reason` label of `karpenter_nodeclaims_created_total` for NodeClaims the
@@ -101,6 +121,24 @@ impl Default for Metrics {
 
 fn lower(r: Reason) -> String {
     r.as_str().to_ascii_lowercase()
+}
+
+/// Upstream's `consolidation_type` label: empty for drift and expiration.
+fn consolidation_type(m: Method) -> &'static str {
+    match m {
+        Method::Emptiness | Method::MultiNodeConsolidation | Method::SingleNodeConsolidation => {
+            m.metric_label()
+        }
+        _ => "",
+    }
+}
+
+fn decision_labels(cmd: &Command) -> DecisionLabels {
+    DecisionLabels {
+        decision: if cmd.is_delete() { "delete" } else { "replace" }.into(),
+        reason: lower(cmd.reason),
+        consolidation_type: consolidation_type(cmd.method).into(),
+    }
 }
 
 impl Metrics {
@@ -120,6 +158,36 @@ impl Metrics {
         let leader = Family::<NameLabels, Gauge>::default();
         let build = Family::<VersionLabels, Gauge>::default();
         let pending = Gauge::default();
+        let consuming = Family::<PoolReasonLabels, Gauge>::default();
+        let queue_failures = Family::<DecisionLabels, Counter>::default();
+        registry.register(
+            "karpenter_nodepools_nodes_consuming_budgets",
+            "Number of nodes in a NodePool that count against its disruption budgets: NotReady, being deleted, in a command in flight or a decision waiting",
+            consuming.clone(),
+        );
+        let failed_validations = Family::<TypeLabels, Counter>::default();
+        let eviction_requests = Family::<CodeLabels, Counter>::default();
+        let drained = Family::<ReasonLabels, Counter>::default();
+        registry.register(
+            "karpenter_voluntary_disruption_queue_failures",
+            "Number of times that an enqueued disruption decision failed. Labeled by disruption method",
+            queue_failures.clone(),
+        );
+        registry.register(
+            "karpenter_voluntary_disruption_failed_validations",
+            "Number of candidates that were selected for disruption but failed validation",
+            failed_validations.clone(),
+        );
+        registry.register(
+            "karpenter_pods_eviction_requests",
+            "The number of eviction requests. Labeled by the HTTP status code of the answer",
+            eviction_requests.clone(),
+        );
+        registry.register(
+            "karpenter_pods_drained",
+            "The number of pods drained during termination. Labeled by the reason the node was terminated",
+            drained.clone(),
+        );
         registry.register(
             "karpenter_voluntary_disruption_decisions",
             "Number of disruption decisions performed",
@@ -192,7 +260,48 @@ impl Metrics {
             synced,
             leader,
             pending,
+            consuming,
+            queue_failures,
+            failed_validations,
+            eviction_requests,
+            drained,
         }
+    }
+
+    /// A command in flight failed (a replacement did not launch or initialize).
+    pub fn failed(&self, cmd: &Command) {
+        self.queue_failures
+            .get_or_create(&decision_labels(cmd))
+            .inc();
+    }
+
+    /// A decision failed re-validation and was abandoned.
+    pub fn failed_validation(&self, cmd: &Command) {
+        self.failed_validations
+            .get_or_create(&TypeLabels {
+                consolidation_type: consolidation_type(cmd.method).into(),
+            })
+            .inc();
+    }
+
+    /// An eviction was asked for: `code` is the API server's answer (200, 429, ...).
+    pub fn eviction_request(&self, code: u16) {
+        self.eviction_requests
+            .get_or_create(&CodeLabels {
+                code: code.to_string(),
+            })
+            .inc();
+    }
+
+    /// A pod left a terminating node (evicted or deleted at the grace period's end);
+    /// `reason` is why the node went (the disruption reason, lower case, or what deleted
+    /// it).
+    pub fn pod_drained(&self, reason: &str) {
+        self.drained
+            .get_or_create(&ReasonLabels {
+                reason: reason.into(),
+            })
+            .inc();
     }
 
     /// A NodeClaim was created: `reason` is [`PROVISIONED`] or the lower-case disruption
@@ -242,32 +351,27 @@ impl Metrics {
         }
         for b in &pass.budgets {
             for reason in DisruptionReason::ALL {
-                let allowed = b.allowed(reason).min(i64::MAX as usize) as i64;
-                self.allowed
-                    .get_or_create(&PoolReasonLabels {
-                        nodepool: b.nodepool.clone(),
-                        reason: reason.as_str().to_ascii_lowercase(),
-                    })
-                    .set(allowed);
+                // Upstream reports the budget itself here, and what already consumes it
+                // beside (`karpenter_nodepools_nodes_consuming_budgets`).
+                let limit = b
+                    .reason(reason)
+                    .limit
+                    .map_or(i64::from(i32::MAX), |l| l.min(i32::MAX as usize) as i64);
+                let labels = PoolReasonLabels {
+                    nodepool: b.nodepool.clone(),
+                    reason: reason.as_str().to_ascii_lowercase(),
+                };
+                self.allowed.get_or_create(&labels).set(limit);
+                self.consuming
+                    .get_or_create(&labels)
+                    .set(b.disrupting.min(i64::MAX as usize) as i64);
             }
         }
     }
 
     /// A command started executing.
     pub fn executed(&self, cmd: &Command) {
-        let consolidation_type = match cmd.method {
-            Method::Emptiness
-            | Method::MultiNodeConsolidation
-            | Method::SingleNodeConsolidation => cmd.method.metric_label(),
-            _ => "",
-        };
-        self.decisions
-            .get_or_create(&DecisionLabels {
-                decision: if cmd.is_delete() { "delete" } else { "replace" }.into(),
-                reason: lower(cmd.reason),
-                consolidation_type: consolidation_type.into(),
-            })
-            .inc();
+        self.decisions.get_or_create(&decision_labels(cmd)).inc();
         for c in &cmd.candidates {
             self.disrupted
                 .get_or_create(&DisruptedLabels {

@@ -24,20 +24,24 @@ pub const REPLACEMENT_TIMEOUT: TimeDelta = TimeDelta::minutes(10);
 /// How many finished executions are kept for the console.
 const FINISHED_KEPT: usize = 50;
 
-/// A change to make to the cluster.
+/// A change to make to the cluster. Nodes are named by their NodeClaim.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub enum Effect {
-    /// Add `karpenter.sh/disrupted:NoSchedule` to the node.
-    Taint { node: String },
+    /// Record the command on its candidates before anything else happens, so a restarted
+    /// controller takes it over (the first effect of every command).
+    Record { decision: u64 },
+    /// Add `karpenter.sh/disrupted:NoSchedule` to the NodeClaim's Node.
+    Taint { nodeclaim: String },
     /// Remove it again (the command failed).
-    Untaint { node: String },
-    /// Create a NodeClaim for the replacement, named `name`.
+    Untaint { nodeclaim: String },
+    /// Create a NodeClaim for a replacement of decision `decision`, named `name`.
     CreateNodeClaim {
         name: String,
+        decision: u64,
         replacement: Replacement,
     },
-    /// Delete the node's NodeClaim: termination drains it and deletes the instance.
-    Delete { node: String },
+    /// Delete the NodeClaim: termination drains it and deletes the instance.
+    Delete { nodeclaim: String },
 }
 
 /// Where an execution stands.
@@ -92,18 +96,17 @@ impl Orchestrator {
     /// Starts a command: taints its candidates and launches its replacements, or deletes
     /// the candidates at once when there is nothing to wait for.
     pub fn start(&mut self, id: u64, command: Command, now: DateTime<Utc>) -> Vec<Effect> {
-        let mut effects: Vec<Effect> = command
-            .nodes()
-            .map(|n| Effect::Taint {
-                node: n.to_string(),
-            })
-            .collect();
+        let mut effects = vec![Effect::Record { decision: id }];
+        effects.extend(command.nodeclaims().map(|n| Effect::Taint {
+            nodeclaim: n.to_string(),
+        }));
         let mut claims = Vec::new();
         for (k, r) in command.replacements.iter().enumerate() {
-            let name = format!("{}-replacement-{id}-{k}", r.nodepool);
+            let name = replacement_name(&r.nodepool, id, k);
             claims.push(name.clone());
             effects.push(Effect::CreateNodeClaim {
                 name,
+                decision: id,
                 replacement: r.clone(),
             });
         }
@@ -132,8 +135,8 @@ impl Orchestrator {
             if let Phase::Draining { .. } = &exec.phase {
                 let gone = exec
                     .command
-                    .nodes()
-                    .all(|n| state.nodes.iter().all(|x| x.name != n));
+                    .nodeclaims()
+                    .all(|n| state.nodes.iter().all(|x| x.nodeclaim != n));
                 if gone {
                     exec.phase = Phase::Deleted;
                     exec.finished = Some(now);
@@ -171,9 +174,7 @@ impl Orchestrator {
                     )
                 })
             }) {
-                effects.extend(exec.command.nodes().map(|n| Effect::Untaint {
-                    node: n.to_string(),
-                }));
+                effects.extend(untaint_all(&exec.command));
                 exec.phase = Phase::Failed { reason };
                 exec.finished = Some(now);
                 self.finish(exec);
@@ -196,6 +197,51 @@ impl Orchestrator {
         self.finished.truncate(FINISHED_KEPT);
     }
 
+    /// A replacement NodeClaim failed (its launch failed, or it was deleted): its command
+    /// fails now, not at the timeout (upstream's queue gives up the moment a replacement
+    /// is gone). Returns the failed command's id, the command, why, and the effects that
+    /// untaint its candidates; None when no command waits for that NodeClaim.
+    pub fn replacement_failed(
+        &mut self,
+        nodeclaim: &str,
+        why: &str,
+        now: DateTime<Utc>,
+    ) -> Option<(u64, Command, String, Vec<Effect>)> {
+        let i = self.running.iter().position(|e| {
+            matches!(&e.phase, Phase::WaitingForReplacements { claims } if claims.iter().any(|c| c == nodeclaim))
+        })?;
+        let mut exec = self.running.remove(i);
+        let reason = format!("replacement {nodeclaim} failed: {why}");
+        let effects = untaint_all(&exec.command).collect();
+        exec.phase = Phase::Failed {
+            reason: reason.clone(),
+        };
+        exec.finished = Some(now);
+        let out = (exec.id, exec.command.clone(), reason, effects);
+        self.finish(exec);
+        Some(out)
+    }
+
+    /// Takes over a command a previous process started (found in the cluster's records
+    /// after a restart or a leader change), in the phase the cluster shows.
+    pub fn adopt(&mut self, id: u64, command: Command, phase: Phase, started: DateTime<Utc>) {
+        if self.running.iter().any(|e| e.id == id) {
+            return;
+        }
+        let seen = match &phase {
+            Phase::WaitingForReplacements { claims } => vec![false; claims.len()],
+            _ => Vec::new(),
+        };
+        self.running.push(Execution {
+            id,
+            command,
+            started,
+            phase,
+            finished: None,
+            seen,
+        });
+    }
+
     /// Nodes of running commands (candidates and their replacements), with the words to
     /// show. A replacement is protected until its candidates are gone: until their pods
     /// have moved, it looks empty.
@@ -207,7 +253,7 @@ impl Orchestrator {
                 Phase::Draining { claims } => (claims, "draining"),
                 _ => continue,
             };
-            for n in e.command.nodes() {
+            for n in e.command.nodeclaims() {
                 out.insert(
                     n.to_string(),
                     format!(
@@ -233,15 +279,46 @@ impl Orchestrator {
         &self.running
     }
 
+    /// A running command by id.
+    pub fn execution(&self, id: u64) -> Option<&Execution> {
+        self.running.iter().find(|e| e.id == id)
+    }
+
+    /// Gives up a command before it touched anything (its record could not be written):
+    /// it ends failed with `why`, and nothing of it is carried out.
+    pub fn abort(&mut self, id: u64, why: &str, now: DateTime<Utc>) -> Option<Command> {
+        let i = self.running.iter().position(|e| e.id == id)?;
+        let mut exec = self.running.remove(i);
+        exec.phase = Phase::Failed {
+            reason: why.to_string(),
+        };
+        exec.finished = Some(now);
+        let cmd = exec.command.clone();
+        self.finish(exec);
+        Some(cmd)
+    }
+
     pub fn finished(&self) -> impl Iterator<Item = &Execution> {
         self.finished.iter()
     }
 }
 
 fn delete_all(cmd: &Command) -> impl Iterator<Item = Effect> + '_ {
-    cmd.nodes().map(|n| Effect::Delete {
-        node: n.to_string(),
+    cmd.nodeclaims().map(|n| Effect::Delete {
+        nodeclaim: n.to_string(),
     })
+}
+
+fn untaint_all(cmd: &Command) -> impl Iterator<Item = Effect> + '_ {
+    cmd.nodeclaims().map(|n| Effect::Untaint {
+        nodeclaim: n.to_string(),
+    })
+}
+
+/// The name of a command's `k`-th replacement NodeClaim: the decision id in the name
+/// ties it to its command across restarts, as the `replacement-of` record does.
+pub fn replacement_name(nodepool: &str, id: u64, k: usize) -> String {
+    format!("{nodepool}-replacement-{id}-{k}")
 }
 
 /// Applies an effect to an in-process cluster state, the way the embedded simulation does:
@@ -251,25 +328,28 @@ fn delete_all(cmd: &Command) -> impl Iterator<Item = Effect> + '_ {
 pub fn apply(state: &mut ClusterState, effect: &Effect, now: DateTime<Utc>) {
     use crate::engine::state::{StateNode, disrupted_taint};
     match effect {
-        Effect::Taint { node } => {
-            if let Some(n) = state.node_mut(node)
+        Effect::Record { .. } => {}
+        Effect::Taint { nodeclaim } => {
+            if let Some(n) = state.node_mut(nodeclaim)
                 && !n.is_disrupted_tainted()
             {
                 n.taints.push(disrupted_taint());
             }
         }
-        Effect::Untaint { node } => {
-            if let Some(n) = state.node_mut(node) {
+        Effect::Untaint { nodeclaim } => {
+            if let Some(n) = state.node_mut(nodeclaim) {
                 let t = disrupted_taint();
                 n.taints.retain(|x| x.key != t.key || x.effect != t.effect);
             }
         }
-        Effect::Delete { node } => {
-            if let Some(n) = state.node_mut(node) {
+        Effect::Delete { nodeclaim } => {
+            if let Some(n) = state.node_mut(nodeclaim) {
                 n.deleting = true;
             }
         }
-        Effect::CreateNodeClaim { name, replacement } => {
+        Effect::CreateNodeClaim {
+            name, replacement, ..
+        } => {
             let Some(option) = replacement.options.first() else {
                 return;
             };

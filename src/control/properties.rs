@@ -109,7 +109,7 @@ fn protected(state: &ClusterState, now: DateTime<Utc>) -> HashSet<String> {
 
 fn check_command(cmd: &Command, before: &ClusterState, now: DateTime<Utc>) -> Result<(), String> {
     if let Some(reason) = cmd.reason.budget_reason() {
-        let budgets = evaluate_budgets(before, now);
+        let budgets = evaluate_budgets(before, now, &Default::default());
         for (pool, n) in &cmd.budget {
             let allowed = budgets
                 .iter()
@@ -123,7 +123,7 @@ fn check_command(cmd: &Command, before: &ClusterState, now: DateTime<Utc>) -> Re
     }
     if cmd.method != Method::Expiration {
         let protected = protected(before, now);
-        if let Some(n) = cmd.nodes().find(|n| protected.contains(*n)) {
+        if let Some(n) = cmd.nodeclaims().find(|n| protected.contains(*n)) {
             return Err(format!("{} disrupted protected node {n}", cmd.method));
         }
     }
@@ -163,13 +163,13 @@ proptest! {
             }
             // A candidate is deleted only once its replacements are Initialized.
             for e in &effects {
-                let Effect::Delete { node } = e else { continue };
+                let Effect::Delete { nodeclaim: node } = e else { continue };
                 let exec = ctl
                     .orchestrator
                     .running()
                     .iter()
                     .chain(ctl.orchestrator.finished())
-                    .find(|x| x.command.nodes().any(|n| n == node))
+                    .find(|x| x.command.nodeclaims().any(|n| n == node))
                     .expect("a delete belongs to an execution");
                 for k in 0..exec.command.replacements.len() {
                     let claim = format!(

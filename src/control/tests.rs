@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 
-use super::approvals::{Policy, PolicyTable, Rule, Scope};
+use super::approvals::{Policy, PolicyTable, Rule, Scope, VALIDATION_DELAY};
 use super::disruption::{ActionError, DisruptionController, POLL_INTERVAL};
 use super::journal::{Action, Journal};
 use super::orchestration::{Effect, apply};
@@ -60,6 +60,15 @@ fn step(ctl: &mut DisruptionController, f: &mut Fixture) -> Vec<Effect> {
     effects
 }
 
+/// A pass that proposes, and the pass once the validation delay is over, which runs what
+/// is still valid: the effects of both.
+fn step_validated(ctl: &mut DisruptionController, f: &mut Fixture) -> Vec<Effect> {
+    let mut effects = step(ctl, f);
+    f.now += VALIDATION_DELAY;
+    effects.extend(step(ctl, f));
+    effects
+}
+
 fn manual() -> PolicyTable {
     PolicyTable {
         rules: vec![Rule::parse("manual").unwrap()],
@@ -79,9 +88,12 @@ fn journal_actions(path: &std::path::Path) -> Vec<Action> {
 fn a_replacement_is_initialized_before_the_candidate_is_deleted() {
     let mut f = replaceable();
     let mut ctl = DisruptionController::new(PolicyTable::all_auto(), None);
+    // Proposed, then run once the validation delay is over.
+    assert!(step(&mut ctl, &mut f).is_empty());
+    f.now += VALIDATION_DELAY;
     let effects = step(&mut ctl, &mut f);
     assert!(effects.contains(&Effect::Taint {
-        node: "pricey".into()
+        nodeclaim: "pricey".into()
     }));
     assert!(matches!(
         effects.iter().find(|e| matches!(e, Effect::CreateNodeClaim { .. })),
@@ -113,7 +125,7 @@ fn a_replacement_is_initialized_before_the_candidate_is_deleted() {
     assert_eq!(
         effects,
         vec![Effect::Delete {
-            node: "pricey".into()
+            nodeclaim: "pricey".into()
         }]
     );
     assert!(f.state.node("pricey").unwrap().deleting);
@@ -123,11 +135,11 @@ fn a_replacement_is_initialized_before_the_candidate_is_deleted() {
 fn a_replacement_that_never_initializes_untaints_the_candidate() {
     let mut f = replaceable();
     let mut ctl = DisruptionController::new(PolicyTable::all_auto(), None);
-    step(&mut ctl, &mut f);
+    step_validated(&mut ctl, &mut f);
     f.now += TimeDelta::minutes(10);
     let effects = step(&mut ctl, &mut f);
     assert!(effects.contains(&Effect::Untaint {
-        node: "pricey".into()
+        nodeclaim: "pricey".into()
     }));
     let pricey = f.state.node("pricey").unwrap();
     assert!(!pricey.is_disrupted_tainted() && !pricey.deleting);
@@ -166,7 +178,7 @@ fn a_manual_decision_waits_and_approve_runs_it() {
 
     let effects = ctl.approve(d.id, "console:test", &f.state, f.now).unwrap();
     assert!(effects.contains(&Effect::Taint {
-        node: "pricey".into()
+        nodeclaim: "pricey".into()
     }));
     assert_eq!(ctl.gate.pending().count(), 0);
     assert_eq!(
@@ -253,16 +265,19 @@ fn pause_all_holds_everything_including_expiration() {
         ))
     ));
 
-    // Resume: expiration deletes at once despite the zero budget; consolidation starts.
+    // Resume: expiration deletes at once despite the zero budget; consolidation starts
+    // (its validation delay has passed).
     assert!(ctl.resume(&Scope::All, "console:test", f.now).unwrap());
-    f.now += POLL_INTERVAL;
+    f.now += VALIDATION_DELAY;
     let effects = step(&mut ctl, &mut f);
     assert!(
-        effects.contains(&Effect::Delete { node: "old".into() }),
+        effects.contains(&Effect::Delete {
+            nodeclaim: "old".into()
+        }),
         "{effects:?}"
     );
     assert!(effects.contains(&Effect::Taint {
-        node: "pricey".into()
+        nodeclaim: "pricey".into()
     }));
 }
 
@@ -273,10 +288,10 @@ fn a_pause_by_reason_leaves_other_reasons_running() {
     let mut ctl = DisruptionController::new(PolicyTable::all_auto(), None);
     ctl.pause(Scope::Reason(Reason::Underutilized), "op", f.now)
         .unwrap();
-    let effects = step(&mut ctl, &mut f);
+    let effects = step_validated(&mut ctl, &mut f);
     // Emptiness acts on the idle node.
     assert!(effects.contains(&Effect::Delete {
-        node: "idle".into()
+        nodeclaim: "idle".into()
     }));
 }
 
@@ -286,11 +301,16 @@ fn metrics_use_upstream_names() {
     let mut ctl = DisruptionController::new(PolicyTable::all_auto(), None);
     step(&mut ctl, &mut f);
     let text = ctl.metrics.encode();
+    let eligible = r#"karpenter_voluntary_disruption_eligible_nodes{reason="underutilized"} 1"#;
+    assert!(text.contains(eligible), "missing {eligible} in\n{text}");
+    f.now += VALIDATION_DELAY;
+    step(&mut ctl, &mut f);
+    let text = ctl.metrics.encode();
     for needle in [
         r#"karpenter_voluntary_disruption_decisions_total{decision="replace",reason="underutilized",consolidation_type="single"} 1"#,
         r#"karpenter_nodeclaims_disrupted_total{reason="underutilized",nodepool="default",capacity_type="on-demand"} 1"#,
         r#"karpenter_nodepools_allowed_disruptions{nodepool="default",reason="underutilized"} 1"#,
-        r#"karpenter_voluntary_disruption_eligible_nodes{reason="underutilized"} 1"#,
+        r#"karpenter_nodepools_nodes_consuming_budgets{nodepool="default",reason="underutilized"} 1"#,
     ] {
         assert!(text.contains(needle), "missing {needle} in\n{text}");
     }

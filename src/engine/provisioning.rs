@@ -18,7 +18,9 @@ pub const BATCH_IDLE: TimeDelta = TimeDelta::seconds(1);
 pub const BATCH_MAX: TimeDelta = TimeDelta::seconds(10);
 /// How long an insufficient-capacity error keeps an offering out (upstream: 3 minutes).
 pub const UNAVAILABLE_OFFERING_TTL: TimeDelta = TimeDelta::minutes(3);
-/// How long a nominated node is protected from disruption (upstream: 20 s).
+/// How long a nominated node is protected from disruption (upstream `nominationWindow`:
+/// twice the batch's maximum duration, at least 10 s; 20 s by default). The controller's
+/// node registry keeps each NodeClaim's nomination.
 pub const NOMINATION_WINDOW: TimeDelta = TimeDelta::seconds(20);
 
 /// The pods a provisioning round must find room for: pending pods the kube-scheduler gave
@@ -155,27 +157,6 @@ impl UnavailableOfferings {
                 Arc::new(copy)
             })
             .collect()
-    }
-}
-
-/// Nodes that just received pods: not disruptable for [`NOMINATION_WINDOW`].
-#[derive(Clone, Debug, Default)]
-pub struct Nominations {
-    until: HashMap<String, DateTime<Utc>>,
-}
-
-impl Nominations {
-    pub fn nominate(&mut self, node: &str, now: DateTime<Utc>) {
-        self.until.insert(node.to_string(), now + NOMINATION_WINDOW);
-    }
-
-    pub fn is_nominated(&self, node: &str, now: DateTime<Utc>) -> bool {
-        self.until.get(node).is_some_and(|t| now < *t)
-    }
-
-    /// When the node's nomination ends, if it is nominated.
-    pub fn nominated_until(&self, node: &str, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        self.until.get(node).copied().filter(|t| now < *t)
     }
 }
 

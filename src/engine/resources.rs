@@ -217,6 +217,26 @@ impl Resources {
         }
     }
 
+    /// Takes `other`'s value for every resource this one reports as zero: a Node whose
+    /// kubelet has not reported a resource yet has the NodeClaim's expectation of it
+    /// (upstream `StateNode.Allocatable` before initialization).
+    pub fn fill_zeros_from(&mut self, other: &Resources) {
+        let fill = |mine: &mut i64, theirs: i64| {
+            if *mine == 0 {
+                *mine = theirs;
+            }
+        };
+        fill(&mut self.cpu, other.cpu);
+        fill(&mut self.memory, other.memory);
+        fill(&mut self.pods, other.pods);
+        fill(&mut self.ephemeral_storage, other.ephemeral_storage);
+        for (n, v) in &other.extended {
+            if self.get(n) == 0 {
+                self.add_named(n, *v);
+            }
+        }
+    }
+
     /// Element-wise maximum (init containers vs the sum of app containers).
     pub fn max(&mut self, other: &Resources) {
         self.cpu = self.cpu.max(other.cpu);

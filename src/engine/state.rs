@@ -17,10 +17,16 @@ use crate::engine::resources::Resources;
 use crate::engine::selector::Selector;
 
 /// A node Karpenter launched: its NodeClaim and (once registered) its Node, as one record.
+///
+/// Its identity is its NodeClaim's name, from creation to deletion: every decision,
+/// nomination, hold and outcome names a node by `nodeclaim`. The Node's name arrives
+/// later and is what pods are bound to (upstream's `state.StateNode` pairs the two
+/// under one key).
 #[derive(Clone, Debug, PartialEq)]
 pub struct StateNode {
-    /// Node name once registered; the NodeClaim name before.
+    /// Node name once registered; the NodeClaim name before. Pods name their node by it.
     pub name: String,
+    /// The node's identity.
     pub nodeclaim: String,
     pub nodepool: String,
     pub instance_type: String,
@@ -28,12 +34,25 @@ pub struct StateNode {
     pub capacity_type: CapacityType,
     /// USD per hour of the offering it runs on.
     pub price: f64,
+    /// What scheduling matches against: the Node's labels over the NodeClaim's (upstream
+    /// registration copies the NodeClaim's labels onto the Node; a kubelet alone may
+    /// register with only a few).
     pub labels: BTreeMap<String, String>,
+    /// The NodeClaim's labels (the pool's template, the launched offering's instance
+    /// type, zone and capacity type): what requirements drift is judged on, as upstream's
+    /// `areRequirementsDrifted` reads `nodeClaim.Labels`.
+    pub claim_labels: BTreeMap<String, String>,
     pub annotations: BTreeMap<String, String>,
     pub taints: Vec<Taint>,
     pub allocatable: Resources,
     /// NodeClaim creation time: the start of its `expireAfter` lifetime.
     pub created: DateTime<Utc>,
+    /// When it became initialized (the Initialized condition's transition): consolidation
+    /// counts `consolidateAfter` from here when no pod came or went since.
+    pub initialized_at: Option<DateTime<Utc>>,
+    /// Since when it has been drifted, as first seen (the Drifted condition's transition):
+    /// drift replaces nodes in this order.
+    pub drifted_since: Option<DateTime<Utc>>,
     /// NodeClaim Initialized=True (registered, ready, startup taints gone, resources
     /// reported).
     pub initialized: bool,
@@ -99,11 +118,14 @@ impl StateNode {
             zone,
             capacity_type,
             price,
+            claim_labels: node_labels.clone(),
             labels: node_labels,
             annotations,
             taints: spec.taints.clone(),
             allocatable: it.allocatable(),
             created,
+            initialized_at: Some(created),
+            drifted_since: None,
             initialized: true,
             registered: true,
             ready: true,
@@ -184,18 +206,24 @@ pub struct ClusterState {
 }
 
 impl ClusterState {
-    /// Index of a node by name.
+    /// Index of a node by its identity (NodeClaim name).
     pub fn node_index(&self) -> HashMap<&str, usize> {
         self.nodes
             .iter()
             .enumerate()
-            .map(|(i, n)| (n.name.as_str(), i))
+            .map(|(i, n)| (n.nodeclaim.as_str(), i))
             .collect()
     }
 
     /// Pods per node (indices into `pods`, in `pods` order), for every node in `nodes`.
+    /// Pods name their node by its Node name.
     pub fn pods_by_node(&self) -> Vec<Vec<usize>> {
-        let index = self.node_index();
+        let index: HashMap<&str, usize> = self
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.name.as_str(), i))
+            .collect();
         let mut out = vec![Vec::new(); self.nodes.len()];
         for (i, p) in self.pods.iter().enumerate() {
             if let Some(n) = p.node_name.as_deref().and_then(|n| index.get(n)) {
@@ -205,14 +233,14 @@ impl ClusterState {
         out
     }
 
-    /// A node by name.
-    pub fn node(&self, name: &str) -> Option<&StateNode> {
-        self.nodes.iter().find(|n| n.name == name)
+    /// A node by its identity (NodeClaim name).
+    pub fn node(&self, nodeclaim: &str) -> Option<&StateNode> {
+        self.nodes.iter().find(|n| n.nodeclaim == nodeclaim)
     }
 
-    /// A node by name, to change it.
-    pub fn node_mut(&mut self, name: &str) -> Option<&mut StateNode> {
-        self.nodes.iter_mut().find(|n| n.name == name)
+    /// A node by its identity, to change it.
+    pub fn node_mut(&mut self, nodeclaim: &str) -> Option<&mut StateNode> {
+        self.nodes.iter_mut().find(|n| n.nodeclaim == nodeclaim)
     }
 
     /// A pod by key.

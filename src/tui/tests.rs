@@ -283,12 +283,19 @@ async fn filter_and_sort_change_the_rows() {
 
     // s sorts by NODE, s again by POOL; S reverses.
     press(&mut app2, "s");
-    let names: Vec<String> = app2.tables.nodes.visible().map(|r| r.id.clone()).collect();
+    let node_cells = |a: &crate::tui::app::App| -> Vec<String> {
+        a.tables
+            .nodes
+            .visible()
+            .map(|r| r.cells[0].text.clone())
+            .collect()
+    };
+    let names = node_cells(&app2);
     let mut sorted = names.clone();
     sorted.sort_by_key(|n| n.to_lowercase());
     assert_eq!(names, sorted);
     press(&mut app2, "S");
-    let reversed: Vec<String> = app2.tables.nodes.visible().map(|r| r.id.clone()).collect();
+    let reversed = node_cells(&app2);
     sorted.reverse();
     assert_eq!(reversed, sorted);
     assert!(screen(&mut app2).contains("sort:NODE↓"));
@@ -416,7 +423,9 @@ async fn an_open_details_popup_follows_its_object() {
     // A node's popup refreshes in place: its lifecycle line now says the command runs.
     app.mode = Mode::Normal;
     app.show(View::Nodes);
-    let node = app.snapshot.running[0].command.candidates[0].node.clone();
+    let node = app.snapshot.running[0].command.candidates[0]
+        .nodeclaim
+        .clone();
     assert!(app.tables.nodes.select_id(&node));
     enter(&mut app);
     sim.step().await;

@@ -265,7 +265,7 @@ impl KubeCluster {
     }
 
     /// True once every watch has listed its kind: the controller may act (`/readyz`).
-    pub fn synced(&self) -> bool {
+    pub fn watches_synced(&self) -> bool {
         self.feed.synced.load(Ordering::SeqCst) >= self.kinds
     }
 
@@ -366,5 +366,9 @@ impl Cluster for KubeCluster {
 
     fn takes_notices(&self) -> bool {
         true
+    }
+
+    fn synced(&self) -> bool {
+        self.watches_synced()
     }
 }

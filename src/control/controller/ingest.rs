@@ -1,11 +1,13 @@
 //! Applying the cluster's changes to the one `ClusterState`, in place (copy-on-write when a
-//! published snapshot still shares it), and noticing what deserves an event.
+//! published snapshot still shares it), through the node registry, and noticing what
+//! deserves an event.
 
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
 use super::Controller;
+use super::registry::NodeRecord;
 use crate::api::labels;
 use crate::cloud::CloudProvider;
 use crate::cluster::{Change, Cluster, NodeClaimObject, NodeObject, Object, ObjectRef};
@@ -21,13 +23,31 @@ const EPHEMERAL_TAINTS: [&str; 3] = [
     "node.cloudprovider.kubernetes.io/uninitialized",
 ];
 
-/// The engine's record of a launched NodeClaim and (once registered) its Node.
-pub(super) fn state_node(
-    claim: &NodeClaimObject,
-    node: Option<&NodeObject>,
-    last_pod_event: Option<DateTime<Utc>>,
-) -> Option<StateNode> {
+/// The labels a launched NodeClaim carries (upstream: the template's, the requirements'
+/// single values, and the launched offering's instance type, zone and capacity type).
+fn claim_labels(claim: &NodeClaimObject) -> Option<std::collections::BTreeMap<String, String>> {
     let launched = claim.launched.as_ref()?;
+    let mut out = claim.requirements.labels();
+    out.extend(launched.labels.clone());
+    out.extend(claim.labels.clone());
+    out.insert(labels::NODEPOOL.into(), claim.nodepool.clone());
+    out.insert(labels::INSTANCE_TYPE.into(), launched.instance_type.clone());
+    out.insert(labels::ZONE.into(), launched.zone.clone());
+    out.insert(
+        labels::CAPACITY_TYPE.into(),
+        launched.capacity_type.as_str().into(),
+    );
+    Some(out)
+}
+
+/// The engine's record of a launched NodeClaim and (once registered) its Node, as
+/// upstream's `StateNode` reads the pair: before registration everything comes from the
+/// NodeClaim; after, the Node's labels over the NodeClaim's (registration copies the
+/// NodeClaim's onto the Node; a kubelet alone may know only a few), the Node's taints,
+/// and its allocatable with the NodeClaim's filling what the kubelet has not reported yet.
+pub(super) fn state_node(claim: &NodeClaimObject, node: Option<&NodeObject>) -> Option<StateNode> {
+    let launched = claim.launched.as_ref()?;
+    let claim_labels = claim_labels(claim)?;
     let startup: Vec<&str> = claim
         .startup_taints
         .iter()
@@ -35,16 +55,7 @@ pub(super) fn state_node(
         .collect();
     let initialized = node
         .is_some_and(|n| n.ready && !n.taints.iter().any(|t| startup.contains(&t.key.as_str())));
-    let mut node_labels = claim.requirements.labels();
-    node_labels.extend(launched.labels.clone());
-    node_labels.extend(claim.labels.clone());
-    node_labels.insert(labels::NODEPOOL.into(), claim.nodepool.clone());
-    node_labels.insert(labels::INSTANCE_TYPE.into(), launched.instance_type.clone());
-    node_labels.insert(labels::ZONE.into(), launched.zone.clone());
-    node_labels.insert(
-        labels::CAPACITY_TYPE.into(),
-        launched.capacity_type.as_str().into(),
-    );
+    let mut node_labels = claim_labels.clone();
     node_labels.insert(labels::HOSTNAME.into(), claim.name.clone());
     let mut annotations = claim.annotations.clone();
     let mut taints = claim.taints.clone();
@@ -52,11 +63,14 @@ pub(super) fn state_node(
     let mut allocatable = launched.allocatable.clone();
     let mut name = claim.name.clone();
     if let Some(n) = node {
-        node_labels = n.labels.clone();
+        node_labels.extend(n.labels.clone());
         annotations.extend(n.annotations.clone());
         taints = n.taints.clone();
-        allocatable = n.allocatable.clone();
         name = n.name.clone();
+        let expected = std::mem::replace(&mut allocatable, n.allocatable.clone());
+        if !initialized {
+            allocatable.fill_zeros_from(&expected);
+        }
     }
     if !initialized {
         taints.retain(|t| {
@@ -72,15 +86,18 @@ pub(super) fn state_node(
         capacity_type: launched.capacity_type,
         price: launched.price,
         labels: node_labels,
+        claim_labels,
         annotations,
         taints,
         allocatable,
         created: claim.created,
+        initialized_at: None,
+        drifted_since: None,
         initialized,
         registered: node.is_some(),
         ready: node.is_some_and(|n| n.ready),
         deleting: claim.deleting.is_some(),
-        last_pod_event,
+        last_pod_event: None,
         expire_after: claim.expire_after,
         termination_grace_period: claim.termination_grace_period,
         nodeclass_drift: None,
@@ -123,30 +140,14 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             }
             Object::NodeClaim(claim) => {
                 let name = claim.name.clone();
-                if let Some(l) = &claim.launched {
-                    self.claim_by_provider
-                        .insert(l.provider_id.clone(), name.clone());
-                }
-                let started_deleting = claim.deleting.is_some()
-                    && self
-                        .nodeclaims
-                        .get(&name)
-                        .is_none_or(|old| old.deleting.is_none());
-                self.nodeclaims.insert(name.clone(), *claim);
+                let started_deleting = self.registry.apply_claim(*claim);
                 self.refresh_node(&name, now);
-                if started_deleting && self.state.pods.iter().any(|p| self.on_claim(p, &name)) {
-                    // Its pods will need a home: provision replacements before the drain.
-                    self.batcher.trigger(now);
+                if started_deleting {
+                    self.deletion_started(&name, now);
                 }
             }
             Object::Node(node) => {
-                let name = node.name.clone();
-                let claim = self.claim_by_provider.get(&node.provider_id).cloned();
-                self.node_by_provider
-                    .insert(node.provider_id.clone(), name.clone());
-                self.nodes.insert(name.clone(), *node);
-                if let Some(claim) = claim {
-                    self.claim_of_node.insert(name, claim.clone());
+                if let Some(claim) = self.registry.apply_node(*node) {
                     self.refresh_node(&claim, now);
                 }
             }
@@ -183,10 +184,20 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         }
     }
 
-    fn on_claim(&self, p: &Pod, claim: &str) -> bool {
-        p.node_name
-            .as_deref()
-            .is_some_and(|n| self.claim_of_node.get(n).is_some_and(|c| c == claim))
+    /// A NodeClaim started deleting: its pods will need a home, so provisioning runs now
+    /// for them (upstream provisions for pods of deleting nodes), not when the drain
+    /// finally lets them go.
+    pub(super) fn deletion_started(&mut self, claim: &str, now: DateTime<Utc>) {
+        let Some(node) = self.registry.get(claim).and_then(|r| r.node.clone()) else {
+            return;
+        };
+        let has_pods = self.state.pods.iter().any(|p| {
+            p.node_name.as_deref() == Some(node.as_str())
+                && crate::engine::state::is_reschedulable(p)
+        });
+        if has_pods {
+            self.batcher.trigger(now);
+        }
     }
 
     fn deleted(&mut self, r: ObjectRef, now: DateTime<Utc>) {
@@ -197,32 +208,22 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                 s.instance_types.remove(&name);
             }
             ObjectRef::NodeClaim(name) => {
-                if let Some(c) = self.nodeclaims.remove(&name)
-                    && let Some(l) = &c.launched
-                {
-                    self.claim_by_provider.remove(&l.provider_id);
+                let Some(record) = self.registry.remove_claim(&name) else {
+                    return;
+                };
+                if let Some(i) = record.pos {
+                    self.remove_state_node(i);
                 }
-                self.refresh_node(&name, now);
-                let reason = self
-                    .delete_reasons
-                    .remove(&name)
-                    .unwrap_or_else(|| "deleted".into());
-                self.announced_registered.remove(&name);
-                self.announced_initialized.remove(&name);
-                self.announced_deleting.remove(&name);
-                self.instance_gone.remove(&name);
-                self.launch_errors.remove(&name);
-                self.last_pod_event.remove(&name);
+                self.nominated.retain(|_, c| *c != name);
+                self.blocked.remove(&name);
+                let reason = record.delete_reason.unwrap_or_else(|| "deleted".into());
                 self.emit(EventKind::NodeClaimDeleted {
                     nodeclaim: name,
                     reason,
                 });
             }
             ObjectRef::Node(name) => {
-                if let Some(n) = self.nodes.remove(&name) {
-                    self.node_by_provider.remove(&n.provider_id);
-                }
-                if let Some(claim) = self.claim_of_node.remove(&name) {
+                if let Some(claim) = self.registry.remove_node(&name) {
                     self.refresh_node(&claim, now);
                 }
             }
@@ -298,86 +299,98 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         let Some(claim) = pod
             .node_name
             .as_deref()
-            .and_then(|n| self.claim_of_node.get(n))
-            .cloned()
+            .and_then(|n| self.registry.claim_of_node(n))
+            .map(str::to_string)
         else {
             return;
         };
-        self.last_pod_event.insert(claim.clone(), now);
-        if let Some(&i) = self.node_pos.get(&claim) {
+        let Some(r) = self.registry.get_mut(&claim) else {
+            return;
+        };
+        r.last_pod_event = Some(now);
+        if let Some(i) = r.pos {
             self.state_mut().nodes[i].last_pod_event = Some(now);
         }
     }
 
-    /// Re-derives a NodeClaim's state node from its claim and Node, and announces
+    /// Removes the state node at `i`, keeping every record's position right.
+    fn remove_state_node(&mut self, i: usize) {
+        let s = self.state_mut();
+        s.nodes.swap_remove(i);
+        let moved = s.nodes.get(i).map(|n| n.nodeclaim.clone());
+        if let Some(claim) = moved
+            && let Some(r) = self.registry.get_mut(&claim)
+        {
+            r.pos = Some(i);
+        }
+    }
+
+    /// Re-derives a NodeClaim's state node from its record and Node, and announces
     /// registration and initialization.
     pub(super) fn refresh_node(&mut self, claim: &str, now: DateTime<Utc>) {
-        let node = self
-            .nodeclaims
-            .get(claim)
-            .and_then(|c| c.launched.as_ref())
-            .and_then(|l| self.node_by_provider.get(&l.provider_id))
-            .and_then(|n| self.nodes.get(n));
-        if let Some(n) = node {
-            self.claim_of_node.insert(n.name.clone(), claim.to_string());
-        }
-        let derived = self.nodeclaims.get(claim).and_then(|c| {
-            let mut d = state_node(c, node, self.last_pod_event.get(claim).copied())?;
+        let Some(r) = self.registry.get(claim) else {
+            return;
+        };
+        let node = self.registry.node_of(claim);
+        let derived = state_node(&r.claim, node).map(|mut d| {
             // The cloud provider's drift verdict (upstream `IsDrifted`), for launched
             // NodeClaims of pools that still exist.
             d.nodeclass_drift = self
                 .state
                 .nodepools
-                .get(&c.nodepool)
-                .and_then(|pool| self.cloud.drifted(c, pool));
-            Some(d)
+                .get(&r.claim.nodepool)
+                .and_then(|pool| self.cloud.drifted(&r.claim, pool));
+            d
         });
-        let nominated = derived
-            .as_ref()
-            .and_then(|d| self.nominations.nominated_until(&d.name, now));
-        match (derived, self.node_pos.get(claim).copied()) {
-            (Some(mut d), Some(i)) => {
-                d.nominated_until = nominated;
+        let pos = r.pos;
+        let Some(mut d) = derived else {
+            if let Some(i) = pos {
+                if let Some(r) = self.registry.get_mut(claim) {
+                    r.pos = None;
+                }
+                self.remove_state_node(i);
+            }
+            return;
+        };
+        let Some(r) = self.registry.get_mut(claim) else {
+            return;
+        };
+        if d.initialized && r.initialized_at.is_none() {
+            // Where the cluster recorded it (a previous process, upstream), else now.
+            r.initialized_at = Some(r.claim.initialized_at.unwrap_or(now));
+        }
+        apply_record(&mut d, r, now);
+        let (registered, initialized) = (d.registered, d.initialized);
+        let name = d.name.clone();
+        match pos {
+            Some(i) => {
                 if self.state.nodes[i] != d {
                     self.state_mut().nodes[i] = d;
                 }
             }
-            (Some(mut d), None) => {
-                d.nominated_until = nominated;
+            None => {
                 let s = self.state_mut();
                 s.nodes.push(d);
                 let i = s.nodes.len() - 1;
-                self.node_pos.insert(claim.to_string(), i);
-            }
-            (None, Some(i)) => {
-                self.node_pos.remove(claim);
-                let s = self.state_mut();
-                s.nodes.swap_remove(i);
-                if let Some(moved) = s.nodes.get(i) {
-                    let c = moved.nodeclaim.clone();
-                    self.node_pos.insert(c, i);
+                if let Some(r) = self.registry.get_mut(claim) {
+                    r.pos = Some(i);
                 }
             }
-            (None, None) => {}
         }
-        let Some(&i) = self.node_pos.get(claim) else {
+        let Some(r) = self.registry.get_mut(claim) else {
             return;
         };
-        let (name, registered, initialized) = {
-            let n = &self.state.nodes[i];
-            (
-                n.name.clone(),
-                self.nodes.contains_key(&n.name),
-                n.initialized,
-            )
-        };
-        if registered && self.announced_registered.insert(claim.to_string()) {
+        let announce_registered = registered && !r.announced_registered;
+        let announce_initialized = initialized && !r.announced_initialized;
+        r.announced_registered |= registered;
+        r.announced_initialized |= initialized;
+        if announce_registered {
             self.emit(EventKind::NodeRegistered {
                 nodeclaim: claim.to_string(),
                 node: name.clone(),
             });
         }
-        if initialized && self.announced_initialized.insert(claim.to_string()) {
+        if announce_initialized {
             self.emit(EventKind::NodeInitialized {
                 nodeclaim: claim.to_string(),
                 node: name,
@@ -385,12 +398,105 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         }
     }
 
-    /// Marks nodes nominated at `now` (protected from disruption for the window).
-    pub(super) fn nominate(&mut self, node: &str, now: DateTime<Utc>) {
-        self.nominations.nominate(node, now);
-        let until = self.nominations.nominated_until(node, now);
-        if let Some(i) = self.state.nodes.iter().position(|n| n.name == node) {
-            self.state_mut().nodes[i].nominated_until = until;
+    /// Marks a NodeClaim nominated at `now` (protected from disruption for the window,
+    /// upstream `NominateNodeForPod`: 2 × the batch's maximum, at least 10 s).
+    pub(super) fn nominate(&mut self, claim: &str, now: DateTime<Utc>) {
+        let until = now + crate::engine::provisioning::NOMINATION_WINDOW;
+        let Some(r) = self.registry.get_mut(claim) else {
+            return;
+        };
+        r.nominated_until = Some(until);
+        if let Some(i) = r.pos {
+            self.state_mut().nodes[i].nominated_until = Some(until);
         }
+    }
+}
+
+/// What the controller remembers of a node, onto its derived state.
+fn apply_record(d: &mut StateNode, r: &NodeRecord, now: DateTime<Utc>) {
+    d.last_pod_event = r.last_pod_event;
+    d.initialized_at = r.initialized_at;
+    d.drifted_since = r.drifted_since;
+    d.nominated_until = r.nominated_until.filter(|t| now < *t);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::Launched;
+    use crate::engine::catalog::CapacityType;
+    use crate::engine::requirements::Requirements;
+    use crate::engine::resources::Resources;
+
+    fn claim() -> NodeClaimObject {
+        NodeClaimObject {
+            name: "default-abcde".into(),
+            nodepool: "default".into(),
+            requirements: Requirements::default(),
+            requests: Resources::default(),
+            labels: [("team".to_string(), "a".to_string())].into(),
+            annotations: Default::default(),
+            taints: Vec::new(),
+            startup_taints: Vec::new(),
+            expire_after: None,
+            termination_grace_period: None,
+            created: DateTime::UNIX_EPOCH,
+            deleting: None,
+            finalizer: true,
+            launched: Some(Launched {
+                provider_id: "aws:///us-east-1a/i-1".into(),
+                instance_type: "m5.large".into(),
+                zone: "us-east-1a".into(),
+                capacity_type: CapacityType::OnDemand,
+                price: 0.096,
+                allocatable: Resources::cpu_mem(1930, 7 << 30),
+                labels: Default::default(),
+                hostname: "ip-10-0-0-1".into(),
+                at: DateTime::UNIX_EPOCH,
+                image_id: None,
+                annotations: Default::default(),
+            }),
+            initialized_at: None,
+        }
+    }
+
+    /// A kubelet registers its Node with few labels and no resources yet (on AWS only
+    /// `karpenter.sh/nodepool` comes from nodeadm before Karpenter's registration): the
+    /// node keeps the NodeClaim's labels for scheduling, and until it is initialized the
+    /// NodeClaim's resources where the Node reports none (upstream `StateNode`).
+    #[test]
+    fn a_node_registered_with_few_labels_keeps_its_nodeclaims() {
+        let node = NodeObject {
+            name: "ip-10-0-0-1".into(),
+            provider_id: "aws:///us-east-1a/i-1".into(),
+            labels: [(labels::NODEPOOL.to_string(), "default".to_string())].into(),
+            annotations: Default::default(),
+            taints: Vec::new(),
+            allocatable: Resources::default(),
+            ready: false,
+            created: DateTime::UNIX_EPOCH,
+        };
+        let n = state_node(&claim(), Some(&node)).expect("launched");
+        assert_eq!(n.name, "ip-10-0-0-1");
+        assert_eq!(n.nodeclaim, "default-abcde");
+        for (k, v) in [
+            (labels::INSTANCE_TYPE, "m5.large"),
+            (labels::ZONE, "us-east-1a"),
+            (labels::CAPACITY_TYPE, "on-demand"),
+            ("team", "a"),
+        ] {
+            assert_eq!(n.labels.get(k).map(String::as_str), Some(v), "{k}");
+            assert_eq!(n.claim_labels.get(k).map(String::as_str), Some(v), "{k}");
+        }
+        assert_eq!(
+            n.allocatable.cpu, 1930,
+            "the NodeClaim's until the kubelet reports"
+        );
+        let mut ready = node.clone();
+        ready.ready = true;
+        ready.allocatable = Resources::cpu_mem(1900, 7 << 30);
+        let n = state_node(&claim(), Some(&ready)).unwrap();
+        assert!(n.initialized);
+        assert_eq!(n.allocatable.cpu, 1900, "the Node's once initialized");
     }
 }

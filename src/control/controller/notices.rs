@@ -33,16 +33,6 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         });
     }
 
-    /// The NodeClaim behind a node name (a node not registered yet is named by its claim).
-    fn claim_ref(&self, node: &str) -> ObjectRef {
-        ObjectRef::NodeClaim(
-            self.claim_of_node
-                .get(node)
-                .cloned()
-                .unwrap_or_else(|| node.to_string()),
-        )
-    }
-
     /// Events of the control loop that upstream Karpenter also reports.
     pub(super) fn notice_for_event(&mut self, kind: &EventKind) {
         if !self.noticing() {
@@ -50,7 +40,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         }
         match kind {
             EventKind::PodNominated { pod, node } => {
-                let target = if self.nodeclaims.contains_key(node) {
+                let target = if self.registry.contains(node) {
                     format!("nodeclaim/{node}")
                 } else {
                     format!("node/{node}")
@@ -62,8 +52,10 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                     false,
                 );
             }
-            EventKind::DisruptionBlocked { node, reason } => {
-                let r = self.claim_ref(node);
+            EventKind::DisruptionBlocked {
+                nodeclaim, reason, ..
+            } => {
+                let r = ObjectRef::NodeClaim(nodeclaim.clone());
                 self.notice(r, "DisruptionBlocked", reason.clone(), false);
             }
             EventKind::NodeClaimLaunchFailed {
@@ -81,7 +73,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                     true,
                 );
             }
-            EventKind::PodEvicted { pod, node } => {
+            EventKind::PodEvicted { pod, node, .. } => {
                 self.notice(
                     ObjectRef::Pod(pod.clone()),
                     "Evicted",
@@ -124,8 +116,8 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             _ => None,
         };
         if let Some((reason, note)) = per_node {
-            for node in &e.nodes {
-                let r = self.claim_ref(node);
+            for claim in &e.nodeclaims {
+                let r = ObjectRef::NodeClaim(claim.clone());
                 self.notice(r, reason, note.clone(), false);
             }
             return;

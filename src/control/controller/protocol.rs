@@ -26,6 +26,19 @@ use crate::cluster::{Cluster, ObjectRef, Write};
 use crate::control::approvals::{Decision, Policy, Scope};
 use crate::engine::disruption::Reason;
 
+/// How long a request may wait for the decision it names to be proposed again (a
+/// restarted controller's first passes).
+const REQUEST_PATIENCE: chrono::TimeDelta = chrono::TimeDelta::minutes(2);
+
+/// Why a request is not carried out now.
+enum Request {
+    /// It names a decision this process will propose again once it has looked.
+    Wait,
+    /// It is already carried out (the command runs).
+    Done,
+    Refused(String),
+}
+
 /// What the controller knows of the protocol's state in the cluster.
 #[derive(Debug, Default)]
 pub struct Protocol {
@@ -36,6 +49,9 @@ pub struct Protocol {
     /// Requests already acted on (NodeClaim, annotation, value): a watch may deliver the
     /// object again before the request's removal arrives.
     handled: HashSet<(String, &'static str, String)>,
+    /// When each request was first seen: one naming a decision recorded in the cluster
+    /// that this process has not proposed again yet waits, but not forever.
+    first_seen: HashMap<(String, &'static str, String), DateTime<Utc>>,
     /// Pauses this controller wrote and has not yet seen come back from the cluster.
     expected: HashMap<Scope, bool>,
 }
@@ -55,7 +71,7 @@ pub fn pause_target(scope: &Scope) -> (ObjectRef, String) {
 /// One line for `kubectl describe`: what the decision would do.
 pub fn summary(d: &Decision) -> String {
     let c = &d.command;
-    let nodes: Vec<&str> = c.nodes().collect();
+    let nodes: Vec<&str> = c.node_names().collect();
     let replace = if c.replacements.is_empty() {
         String::new()
     } else {
@@ -177,7 +193,8 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
     /// Acts on approve/reject requests written on NodeClaims.
     async fn serve_requests(&mut self) {
         let mut requests: Vec<(String, &'static str, String, String, String)> = Vec::new();
-        for (name, claim) in &self.nodeclaims {
+        for r in self.registry.records() {
+            let (name, claim) = (&r.claim.name, &r.claim);
             for key in [keys::APPROVE, keys::REJECT] {
                 if let Some(v) = claim.annotations.get(key) {
                     let actor = claim
@@ -195,19 +212,24 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             }
         }
         // Forget requests whose annotation is gone: a new one with the same value is new.
-        self.protocol.handled.retain(|(claim, key, value)| {
+        let present = |(claim, key, value): &(String, &'static str, String)| {
             requests
                 .iter()
                 .any(|(c, k, v, _, _)| c == claim && k == key && v == value)
-        });
+        };
+        self.protocol.handled.retain(present);
+        self.protocol.first_seen.retain(|k, _| present(k));
+        let now = self.now();
         for (claim, key, value, actor, why) in requests {
             let mark = (claim.clone(), key, value.clone());
             if self.protocol.handled.contains(&mark) {
                 continue;
             }
-            self.protocol.handled.insert(mark);
-            let result = match self.check_request(&claim, &value) {
-                Err(e) => Err(e),
+            let seen = *self.protocol.first_seen.entry(mark.clone()).or_insert(now);
+            let result = match self.check_request(&claim, &value, now - seen) {
+                Err(Request::Wait) => continue,
+                Err(Request::Done) => Ok(()),
+                Err(Request::Refused(e)) => Err(e),
                 Ok(id) if key == keys::APPROVE => {
                     self.approve(id, &actor).await.map_err(|e| e.to_string())
                 }
@@ -222,6 +244,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                         .map_err(|e| e.to_string())
                 }
             };
+            self.protocol.handled.insert(mark);
             let verb = if key == keys::APPROVE {
                 "approval"
             } else {
@@ -238,7 +261,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                 );
             }
             // The request is done either way: clear it so no one acts on it twice.
-            if self.nodeclaims.contains_key(&claim) {
+            if self.registry.contains(&claim) {
                 let clear = [
                     (key, None),
                     (keys::ACTOR, None),
@@ -250,64 +273,79 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         }
     }
 
-    /// Sets (`Some`) or removes annotations on a NodeClaim; a failure is reported as
-    /// `<doing> on <claim>: <error>`, and the next round tries again.
-    async fn annotate_claim(&mut self, claim: &str, set: &[(&str, Option<&str>)], doing: &str) {
-        let annotations = set
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.map(str::to_string)))
-            .collect();
-        let write = Write::Annotate {
-            target: ObjectRef::NodeClaim(claim.to_string()),
-            annotations,
-        };
-        if let Err(e) = self.cluster.write(write).await {
-            self.error(format!("{doing} on {claim}: {e}"));
-        }
-    }
-
     /// The decision id a request on `claim` names, if it is pending and holds `claim`.
-    fn check_request(&self, claim: &str, value: &str) -> Result<u64, String> {
+    /// A request for a decision recorded in the cluster that this process has not
+    /// proposed again yet (it just started) waits for the first pass; one for a command
+    /// already running is done.
+    fn check_request(
+        &self,
+        claim: &str,
+        value: &str,
+        waited: chrono::TimeDelta,
+    ) -> Result<u64, Request> {
         let id: u64 = value
             .trim()
             .trim_start_matches('#')
             .parse()
-            .map_err(|_| format!("{value:?} is not a decision id"))?;
-        let d = self
-            .disruption
-            .gate
-            .decision(id)
-            .ok_or_else(|| format!("no pending decision #{id}"))?;
-        let holds = d
-            .command
-            .nodes()
-            .any(|n| n == claim || self.claim_of_node.get(n).is_some_and(|c| c == claim));
-        if !holds {
-            return Err(format!("NodeClaim {claim} is not a candidate of #{id}"));
+            .map_err(|_| Request::Refused(format!("{value:?} is not a decision id")))?;
+        let Some(d) = self.disruption.gate.decision(id) else {
+            if self.disruption.orchestrator.execution(id).is_some() {
+                return Err(Request::Done);
+            }
+            let recorded = self
+                .registry
+                .get(claim)
+                .is_some_and(|r| r.claim.annotations.get(keys::DECISION) == Some(&id.to_string()));
+            if recorded && waited < REQUEST_PATIENCE {
+                return Err(Request::Wait);
+            }
+            return Err(Request::Refused(format!("no pending decision #{id}")));
+        };
+        if !d.command.nodeclaims().any(|n| n == claim) {
+            return Err(Request::Refused(format!(
+                "NodeClaim {claim} is not a candidate of #{id}"
+            )));
         }
         Ok(id)
     }
 
-    /// Ids recorded on NodeClaims, keyed by the candidates' node names, so the gate gives
+    /// Ids recorded on NodeClaims, keyed by the candidates' NodeClaims, so the gate gives
     /// a re-proposed decision its old id.
     pub(super) fn recorded_ids(&self) -> HashMap<BTreeSet<String>, u64> {
         let mut by_id: BTreeMap<u64, BTreeSet<String>> = BTreeMap::new();
-        for (name, claim) in &self.nodeclaims {
-            if let Some(id) = claim
+        for r in self.registry.records() {
+            if let Some(id) = r
+                .claim
                 .annotations
                 .get(keys::DECISION)
                 .and_then(|v| v.parse::<u64>().ok())
             {
-                // The candidate's node name, as the engine's commands name it.
-                let node = self
-                    .node_pos
-                    .get(name)
-                    .and_then(|&i| self.state.nodes.get(i))
-                    .map_or_else(|| name.clone(), |n| n.name.clone());
-                by_id.entry(id).or_default().insert(node);
+                by_id.entry(id).or_default().insert(r.claim.name.clone());
             }
         }
-        by_id.into_iter().map(|(id, nodes)| (nodes, id)).collect()
+        by_id.into_iter().map(|(id, claims)| (claims, id)).collect()
+    }
+
+    /// An observing console's decisions take the ids the acting controller recorded for
+    /// the same candidates, when that controller renumbers them (a restart, a new
+    /// leader): the console's "approve #N" then names what the cluster names #N.
+    pub(super) fn follow_recorded_ids(&mut self) {
+        let recorded = self.recorded_ids();
+        let moves: Vec<(u64, u64)> = self
+            .disruption
+            .gate
+            .pending()
+            .filter_map(|d| {
+                let claims: BTreeSet<String> = d.command.nodeclaims().map(str::to_string).collect();
+                let id = *recorded.get(&claims)?;
+                (id != d.id).then_some((d.id, id))
+            })
+            .collect();
+        for (from, to) in moves {
+            if self.disruption.gate.renumber(from, to) {
+                self.changes += 1;
+            }
+        }
     }
 
     /// Writes and clears decision records so the cluster shows what awaits approval.
@@ -322,9 +360,9 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             .map(|d| {
                 let claims = d
                     .command
-                    .nodes()
-                    .map(|n| self.claim_of_node.get(n).cloned().unwrap_or(n.to_string()))
-                    .filter(|c| self.nodeclaims.contains_key(c))
+                    .nodeclaims()
+                    .filter(|c| self.registry.contains(c))
+                    .map(str::to_string)
                     .collect();
                 (d.id, (claims, summary(d)))
             })
@@ -332,13 +370,14 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         // Records on the cluster that no longer name a waiting decision go (also those a
         // previous process left).
         let mut stale: Vec<String> = Vec::new();
-        for (name, claim) in &self.nodeclaims {
-            if let Some(id) = claim.annotations.get(keys::DECISION)
+        for r in self.registry.records() {
+            let name = &r.claim.name;
+            if let Some(id) = r.claim.annotations.get(keys::DECISION)
                 && id
                     .parse::<u64>()
                     .ok()
                     .is_none_or(|id| awaiting.get(&id).is_none_or(|(c, _)| !c.contains(name)))
-                && claim.deleting.is_none()
+                && r.claim.deleting.is_none()
             {
                 stale.push(name.clone());
             }
@@ -352,9 +391,9 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             let fresh = self.protocol.recorded.get(id) != Some(claims);
             for claim in claims {
                 let has = self
-                    .nodeclaims
+                    .registry
                     .get(claim)
-                    .and_then(|c| c.annotations.get(keys::DECISION))
+                    .and_then(|r| r.claim.annotations.get(keys::DECISION))
                     .is_some_and(|v| *v == id.to_string());
                 if has {
                     continue;
@@ -379,6 +418,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             }
         }
         self.protocol.recorded = awaiting.into_iter().map(|(id, (c, _))| (id, c)).collect();
+        self.tidy_records().await;
     }
 
     /// The protocol's inbound half, before the loops act: the gate learns the recorded

@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 
 use super::Controller;
-use super::lifecycle::nodeclaim_for;
+use super::launch::nodeclaim_for;
 use crate::cloud::CloudProvider;
 use crate::cluster::Cluster;
 use crate::control::events::EventKind;
@@ -35,10 +35,15 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         drop(state);
 
         for n in &results.nominations {
-            self.nominate(&n.node, now);
+            // The simulation names nodes as pods do (Node name, or the NodeClaim's before
+            // it registered); nominations are kept by NodeClaim.
+            let Some(claim) = self.registry.resolve(&n.node).map(str::to_string) else {
+                continue;
+            };
+            self.nominate(&claim, now);
             for pod in &n.pods {
-                if self.nominated.get(pod) != Some(&n.node) {
-                    self.nominated.insert(pod.clone(), n.node.clone());
+                if self.nominated.get(pod) != Some(&claim) {
+                    self.nominated.insert(pod.clone(), claim.clone());
                     self.unschedulable.remove(pod);
                     self.emit(EventKind::PodNominated {
                         pod: pod.clone(),
@@ -76,9 +81,9 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         self.launch_all(&names, "provisioning", now).await;
         for (name, pods) in created {
             if self
-                .nodeclaims
+                .registry
                 .get(&name)
-                .is_none_or(|c| c.launched.is_none())
+                .is_none_or(|r| r.claim.launched.is_none() && r.launch.unrecorded.is_none())
             {
                 continue;
             }

@@ -451,20 +451,11 @@ fn a_restart_keeps_decision_ids_and_pauses_and_annotations_approve() {
     let snapshot = s.controller.snapshot();
     assert!(snapshot.pauses.contains(&pool), "{:?}", snapshot.pauses);
     let decision = snapshot.pending.iter().find(|d| d.id == id).unwrap();
-    let node = decision.command.nodes().next().unwrap().to_string();
-    let claim = snapshot
-        .state
-        .nodes
-        .iter()
-        .find(|n| n.name == node)
-        .map(|n| n.nodeclaim.clone())
-        .unwrap();
+    let claim = decision.command.nodeclaims().next().unwrap().to_string();
     assert_eq!(
         snapshot
             .state
-            .nodes
-            .iter()
-            .find(|n| n.name == node)
+            .node(&claim)
             .and_then(|n| n.annotations.get(keys::DECISION))
             .map(String::as_str),
         Some(id.to_string().as_str()),
@@ -502,3 +493,5 @@ fn a_restart_keeps_decision_ids_and_pauses_and_annotations_approve() {
     assert!(kinds(&events, "DisruptionResumed").count() == 1);
     assert!(s.controller.pending_decisions().is_empty());
 }
+
+mod trust;

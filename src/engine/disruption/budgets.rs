@@ -60,8 +60,13 @@ pub struct PoolBudgets {
     pub nodepool: String,
     /// Managed, initialized nodes of the pool: what percentages are taken of.
     pub total: usize,
-    /// Of those, NotReady or being deleted: already counted against every budget.
+    /// Of those, NotReady, being deleted, in a command in flight or in a decision waiting
+    /// for approval or validation: already counted against every budget.
     pub disrupting: usize,
+    /// Of `disrupting`, the nodes of decisions that wait (for an operator or for
+    /// validation): they hold budget as a command in flight does, so everything waiting
+    /// can run at once.
+    pub reserved: usize,
     pub windows: Vec<BudgetWindow>,
     /// One per reason, in `DisruptionReason::ALL` order.
     pub reasons: Vec<ReasonBudget>,
@@ -107,6 +112,7 @@ impl PoolBudgets {
             nodepool: pool.metadata.name.clone().unwrap_or_default(),
             total,
             disrupting,
+            reserved: 0,
             windows,
             reasons,
         }

@@ -20,7 +20,7 @@ use crate::engine::pod::Pod;
 use crate::engine::selector::SelectorIndex;
 use crate::engine::state::{ClusterState, Pdb, StateNode, is_reschedulable};
 
-use super::drift::{DriftReason, drift};
+use super::drift::DriftReason;
 use super::outcome::Block;
 
 /// A node the pass may disrupt, with what each method needs to know about it.
@@ -169,20 +169,32 @@ pub fn node_block(node: &StateNode, pool: Option<&NodePool>, now: DateTime<Utc>)
     None
 }
 
-/// When consolidation may consider the node: `consolidateAfter` after its last pod event
-/// (or its creation when no pod ever came or went). Upstream sets the NodeClaim's
-/// Consolidatable condition at that moment.
-pub fn consolidatable(node: &StateNode, pool: &NodePool, now: DateTime<Utc>) -> Result<(), Block> {
+/// When consolidation may consider the node: `consolidateAfter` after its initialization
+/// or its last pod event, whichever is later (upstream's Consolidatable condition, set
+/// by `nodeclaim/disruption/consolidation.go`; never counted from creation: a node that
+/// took minutes to join is not consolidatable the moment it does). None when
+/// consolidation is disabled (`Never`).
+pub fn consolidatable_at(node: &StateNode, pool: &NodePool) -> Option<DateTime<Utc>> {
     let after = match &pool.spec.disruption.consolidate_after {
-        Some(d) if d.is_never() => return Err(Block::ConsolidationDisabled),
+        Some(d) if d.is_never() => return None,
         Some(d) => d
             .value()
             .and_then(|v| TimeDelta::from_std(v).ok())
             .unwrap_or_default(),
         None => TimeDelta::zero(),
     };
-    let since = node.last_pod_event.unwrap_or(node.created);
-    let ready = since + after;
+    let initialized = node.initialized_at.unwrap_or(node.created);
+    let since = node
+        .last_pod_event
+        .map_or(initialized, |t| t.max(initialized));
+    Some(since + after)
+}
+
+/// Whether consolidation may consider the node now (see [`consolidatable_at`]).
+pub fn consolidatable(node: &StateNode, pool: &NodePool, now: DateTime<Utc>) -> Result<(), Block> {
+    let Some(ready) = consolidatable_at(node, pool) else {
+        return Err(Block::ConsolidationDisabled);
+    };
     if now < ready {
         let ms = (ready - now).num_milliseconds();
         return Err(Block::ConsolidateAfter {
@@ -192,13 +204,14 @@ pub fn consolidatable(node: &StateNode, pool: &NodePool, now: DateTime<Utc>) -> 
     Ok(())
 }
 
-/// Builds the candidate for a node that passed [`node_block`].
+/// Builds the candidate for a node that passed [`node_block`], with its drift verdict
+/// (see [`super::drift::drift`]).
 pub fn candidate(
     state: &ClusterState,
     node_idx: usize,
     pods_on_node: &[usize],
     pool: &NodePool,
-    pool_hash: &str,
+    drift: Option<DriftReason>,
     pdbs: &PdbIndex,
     now: DateTime<Utc>,
 ) -> Candidate {
@@ -232,16 +245,18 @@ pub fn candidate(
         cost: cost * lifetime_remaining(node, now),
         consolidatable: consolidatable(node, pool, now),
         pod_block,
-        drift: drift(node, pool, pool_hash),
+        drift,
     }
 }
 
-/// Sorts candidates cheapest to disrupt first; ties by node name, so passes are
+/// Sorts candidates cheapest to disrupt first; ties by NodeClaim, so passes are
 /// deterministic.
 pub fn rank(candidates: &mut [Candidate], state: &ClusterState) {
     candidates.sort_by(|a, b| {
-        a.cost
-            .total_cmp(&b.cost)
-            .then_with(|| state.nodes[a.node].name.cmp(&state.nodes[b.node].name))
+        a.cost.total_cmp(&b.cost).then_with(|| {
+            state.nodes[a.node]
+                .nodeclaim
+                .cmp(&state.nodes[b.node].nodeclaim)
+        })
     });
 }

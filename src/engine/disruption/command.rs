@@ -19,6 +19,9 @@ use super::{Method, Reason};
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CandidateSummary {
+    /// The node's identity.
+    pub nodeclaim: String,
+    /// Its Node's name (the NodeClaim's before it registered), for people.
     pub node: String,
     pub nodepool: String,
     pub instance_type: String,
@@ -75,8 +78,13 @@ pub struct Command {
 }
 
 impl Command {
-    /// The node names it disrupts.
-    pub fn nodes(&self) -> impl Iterator<Item = &str> {
+    /// The NodeClaims it disrupts: the candidates' identities.
+    pub fn nodeclaims(&self) -> impl Iterator<Item = &str> {
+        self.candidates.iter().map(|c| c.nodeclaim.as_str())
+    }
+
+    /// The candidates' Node names, for people.
+    pub fn node_names(&self) -> impl Iterator<Item = &str> {
         self.candidates.iter().map(|c| c.node.as_str())
     }
 
@@ -89,8 +97,8 @@ impl Command {
 /// A Kubernetes event the pass would emit (upstream reasons).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Event {
-    /// The node the event is about.
-    pub node: String,
+    /// The NodeClaim the event is about.
+    pub nodeclaim: String,
     /// `DisruptionBlocked`, `Unconsolidatable`, `DisruptionLaunching`, ...
     pub reason: String,
     pub message: String,
@@ -148,6 +156,7 @@ pub(crate) fn options_of(
 pub(crate) fn summary(state: &ClusterState, c: &Candidate) -> CandidateSummary {
     let n = &state.nodes[c.node];
     CandidateSummary {
+        nodeclaim: n.nodeclaim.clone(),
         node: n.name.clone(),
         nodepool: n.nodepool.clone(),
         instance_type: n.instance_type.clone(),

@@ -13,10 +13,16 @@
 //! pending (and those on nodes being deleted): they compete for the same free capacity.
 //! A pending pod that fits nowhere does not block consolidation, but the new nodes they
 //! need count, so consolidation waits while the cluster is scaling up instead of
-//! deleting capacity the pending pods are about to take.
+//! deleting capacity the pending pods are about to take. A candidate's pod may not count
+//! on a node that is not initialized (upstream's "would schedule against uninitialized
+//! nodeclaim"), and pods of deleting nodes that would fit nowhere block a command as the
+//! candidates' own do.
+
+use std::collections::HashSet;
 
 use crate::api::labels;
 use crate::engine::catalog::CapacityType;
+use crate::engine::pod::PodKey;
 use crate::engine::requirements::Requirement;
 use crate::engine::scheduling::{NewNodeClaim, Simulator};
 use crate::engine::state::ClusterState;
@@ -24,7 +30,7 @@ use crate::engine::state::ClusterState;
 use super::candidates::Candidate;
 use super::command::options_of;
 use super::outcome::Block;
-use super::{Replacement, ReplacementOption};
+use super::{Movers, Replacement, ReplacementOption};
 
 /// Upstream's minimum number of cheaper spot types for single-node spot-to-spot.
 pub const MIN_SPOT_TO_SPOT_TYPES: usize = 15;
@@ -38,13 +44,11 @@ pub struct Plan {
 }
 
 /// Simulates the candidates away and decides delete / replace / nothing.
-/// `sim_index` maps a state node index to the simulator's node index.
 pub fn evaluate(
     sim: &mut Simulator,
     state: &ClusterState,
     candidates: &[&Candidate],
-    sim_index: &[Option<usize>],
-    pending: &[&crate::engine::pod::Pod],
+    movers: &Movers,
     spot_to_spot: bool,
     explain: bool,
 ) -> Result<Plan, Block> {
@@ -55,7 +59,7 @@ pub fn evaluate(
     let own = pods.len();
     let excluded: Vec<usize> = candidates
         .iter()
-        .filter_map(|c| sim_index[c.node])
+        .filter_map(|c| movers.sim_input.index[c.node])
         .collect();
     let price: f64 = candidates.iter().map(|c| state.nodes[c.node].price).sum();
     if pods.is_empty() {
@@ -64,28 +68,35 @@ pub fn evaluate(
             savings: price,
         });
     }
-    let own_keys: std::collections::HashSet<&crate::engine::pod::PodKey> =
-        pods.iter().map(|p| &p.key).collect();
+    let own_keys: HashSet<&PodKey> = pods.iter().map(|p| &p.key).collect();
     debug_assert_eq!(own_keys.len(), own);
-    pods.extend(pending.iter().copied());
+    pods.extend(movers.pending.iter().copied());
+    // Pods that were pending may fail without blocking the command; the candidates' and
+    // those of deleting nodes may not (upstream `AllNonPendingPodsScheduled`).
+    let blocking = |k: &PodKey| own_keys.contains(k) || movers.moving.contains(k);
+    let failed = |r: &crate::engine::scheduling::Results| r.errors.keys().any(&blocking);
     // Only types cheaper than the candidates can replace them; when that fails, the
     // uncapped simulation says why (pods would not fit, several nodes, or nothing
     // cheaper), so the explanation is the one upstream would give.
     let mut results = sim.run_capped(&pods, &excluded, Some(price));
-    let own_failed =
-        |r: &crate::engine::scheduling::Results| r.errors.keys().any(|k| own_keys.contains(k));
-    if !explain && (own_failed(&results) || results.new_nodeclaims.len() > 1) {
+    if !explain && (failed(&results) || results.new_nodeclaims.len() > 1) {
         // The capped and the uncapped simulation reach the same decision (nothing
         // cheaper works); only the words would differ.
         return Err(Block::NoCheaperReplacement);
     }
-    if own_failed(&results) || results.new_nodeclaims.len() > 1 {
+    if failed(&results) || results.new_nodeclaims.len() > 1 {
         results = sim.run(&pods, &excluded);
     }
-    if let Some((pod, why)) = results.errors.iter().find(|(k, _)| own_keys.contains(k)) {
+    if let Some((pod, why)) = results.errors.iter().find(|(k, _)| blocking(k)) {
         return Err(Block::PodsWouldNotFit {
             pod: pod.clone(),
             why: why.clone(),
+        });
+    }
+    if let Some((pod, claim)) = movers.sim_input.on_uninitialized(&results, &own_keys) {
+        return Err(Block::WouldUseUninitialized {
+            pod: pod.clone(),
+            nodeclaim: claim.to_string(),
         });
     }
     match results.new_nodeclaims.len() {
@@ -140,8 +151,10 @@ pub fn evaluate(
 }
 
 /// The claim's instance types that are strictly cheaper than the candidates together,
-/// cheapest first. A type a candidate already runs is dropped unless it is cheaper than
-/// that candidate (upstream `filterOutSameType`: replacing like with like saves nothing).
+/// cheapest first. When an option is a type some candidate already runs, every option
+/// must also be cheaper than the cheapest such candidate (upstream
+/// `filterOutSameInstanceType`): replacing [2xlarge, 2xlarge, large] with an xlarge is
+/// worse than deleting the two 2xlarges and keeping the large.
 fn priced_options(
     claim: &NewNodeClaim,
     requirements: &crate::engine::requirements::Requirements,
@@ -150,12 +163,13 @@ fn priced_options(
     price: f64,
 ) -> Vec<ReplacementOption> {
     let mut out = options_of(claim, requirements);
-    out.retain(|o| {
-        o.price < price
-            && candidates.iter().all(|c| {
-                let n = &state.nodes[c.node];
-                n.instance_type != o.instance_type || o.price < n.price
-            })
-    });
+    let same_type_cap = candidates
+        .iter()
+        .map(|c| &state.nodes[c.node])
+        .filter(|n| out.iter().any(|o| o.instance_type == n.instance_type))
+        .map(|n| n.price)
+        .fold(f64::INFINITY, f64::min);
+    let cap = price.min(same_type_cap);
+    out.retain(|o| o.price < cap);
     out
 }

@@ -3,8 +3,8 @@
 //! Mirrors upstream `nodeclaim/disruption/drift.go`, checked in its order: the cloud
 //! provider's verdict (AMIDrift, SubnetDrift, SecurityGroupDrift, NodeClassDrift) first,
 //! then NodePoolDrifted (the template's static fields hashed at launch and now differ),
-//! then RequirementsDrifted (the node's labels no longer satisfy the pool's requirements;
-//! widening a requirement is not drift). Weight, limits and budgets are not in the hash:
+//! then RequirementsDrifted (the NodeClaim's labels no longer satisfy the pool's
+//! requirements; widening a requirement is not drift). Weight, limits and budgets are not in the hash:
 //! changing them never replaces a node.
 //!
 //! The hash is our own (FNV-1a over canonical JSON), not upstream's hashstructure value: a
@@ -99,7 +99,9 @@ pub fn drift(node: &StateNode, pool: &NodePool, pool_hash: &str) -> Option<Drift
         // replaced on that account.
         Err(_) => return None,
     };
-    let node_reqs = Requirements::from_labels(&node.labels);
+    // The NodeClaim's labels, as upstream's `areRequirementsDrifted` reads them: a Node
+    // whose kubelet registered with fewer labels has not drifted on that account.
+    let node_reqs = Requirements::from_labels(&node.claim_labels);
     if let Err(e) = node_reqs.compatible(&pool_reqs, &allow_no_undefined) {
         return Some(DriftReason::RequirementsDrifted(e.to_string()));
     }
@@ -165,6 +167,25 @@ mod tests {
             drift(&node, &pool, &nodepool_hash(&pool)),
             Some(DriftReason::NodePoolDrifted)
         );
+    }
+
+    /// The NodeClaim's labels decide requirements drift, as upstream reads them: a Node
+    /// registered with only the pool's label (as a kubelet alone registers) is not
+    /// drifted. Seen on AWS: every registered node read RequirementsDrifted.
+    #[test]
+    fn requirements_drift_reads_the_nodeclaims_labels_not_the_nodes() {
+        let mut pool = NodePool::unconstrained("default");
+        pool.spec.template.spec.requirements = vec![req(labels::INSTANCE_TYPE, &["m5.large"])];
+        let mut node = launched(&pool);
+        node.labels = [(labels::NODEPOOL.to_string(), "default".to_string())].into();
+        let hash = nodepool_hash(&pool);
+        assert_eq!(drift(&node, &pool, &hash), None);
+        node.claim_labels
+            .insert(labels::INSTANCE_TYPE.into(), "m5.xlarge".into());
+        assert!(matches!(
+            drift(&node, &pool, &hash),
+            Some(DriftReason::RequirementsDrifted(_))
+        ));
     }
 
     #[test]

@@ -21,11 +21,12 @@ pub mod fixture;
 pub mod outcome;
 pub mod validation;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 
 use crate::api::nodepool::{ConsolidationPolicy, DisruptionReason};
+use crate::engine::pod::PodKey;
 use crate::engine::resources::Resources;
 use crate::engine::scheduling::{BoundPod, NodeInput, PoolInput, SolveInput};
 use crate::engine::state::{ClusterState, StateNode};
@@ -45,9 +46,21 @@ pub struct Options {
     /// Allow replacing spot nodes with cheaper spot nodes (upstream feature gate
     /// `SpotToSpotConsolidation`, default off).
     pub spot_to_spot: bool,
-    /// Nodes the approval gate or the orchestrator holds (pending decision, rejected by an
-    /// operator, in flight), with the words to show.
+    /// NodeClaims the approval gate or the orchestrator holds (pending decision, rejected
+    /// by an operator, in flight), with the words to show.
     pub held: HashMap<String, String>,
+    /// NodeClaims that already count against their pool's budgets although nothing shows
+    /// it yet on the nodes: decisions waiting for approval or validation, and commands in
+    /// flight whose taint has not come back from the cluster.
+    pub reserved: HashSet<String>,
+    /// Why nothing may be disrupted now: the controller's view of the cluster is not
+    /// complete (upstream waits for `cluster.Synced`: every NodeClaim launched, every
+    /// object listed). Expiration still runs.
+    pub unsynced: Option<String>,
+    /// Pods are nominated to a NodeClaim that is not initialized yet (the cluster is
+    /// scaling up): drift and consolidation would count on capacity that is not there, so
+    /// they wait. Names the NodeClaim.
+    pub scaling_up: Option<String>,
     /// Upstream's pace: stop evaluating at the first command and do not re-simulate
     /// failures just to explain them. Candidates left unevaluated get
     /// [`Block::NotEvaluated`]. The controller runs this when no console is watching;
@@ -70,8 +83,15 @@ pub struct Pass {
     pub expirations: Vec<Command>,
     /// The voluntary command this pass acts on, if any.
     pub command: Option<Command>,
-    /// Every node's outcome.
+    /// Every node's outcome, by NodeClaim.
     pub outcomes: BTreeMap<String, Outcome>,
+    /// Every drifted node (by NodeClaim) and why, whatever else holds it: the controller
+    /// records since when each has been drifted.
+    pub drifted: BTreeMap<String, String>,
+    /// The first moment after `at` when time alone may change an outcome: a
+    /// `consolidateAfter`, nomination, do-not-disrupt or expiry running out, a budget
+    /// window opening or closing. A pass is due then, whatever else happens.
+    pub next_change: Option<DateTime<Utc>>,
     /// Candidates for which a method ran a check (the benchmark's "no candidate skipped").
     pub candidates_evaluated: usize,
     /// Candidates eligible per reason (`karpenter_voluntary_disruption_eligible_nodes`).
@@ -84,9 +104,13 @@ pub struct Pass {
     pub events: Vec<Event>,
 }
 
-/// Counts per pool: managed initialized nodes, and of those NotReady or deleting.
-fn pool_counts(state: &ClusterState) -> HashMap<&str, (usize, usize)> {
-    let mut counts: HashMap<&str, (usize, usize)> = HashMap::new();
+/// Counts per pool: managed initialized nodes, and of those NotReady, deleting or held
+/// (`reserved`), and of those the reserved ones.
+fn pool_counts<'a>(
+    state: &'a ClusterState,
+    reserved: &HashSet<String>,
+) -> HashMap<&'a str, (usize, usize, usize)> {
+    let mut counts: HashMap<&str, (usize, usize, usize)> = HashMap::new();
     for n in &state.nodes {
         if !n.initialized {
             continue;
@@ -95,20 +119,30 @@ fn pool_counts(state: &ClusterState) -> HashMap<&str, (usize, usize)> {
         c.0 += 1;
         if !n.ready || n.deleting || n.is_disrupted_tainted() {
             c.1 += 1;
+        } else if reserved.contains(&n.nodeclaim) {
+            c.1 += 1;
+            c.2 += 1;
         }
     }
     counts
 }
 
-/// Every pool's budgets at `now`.
-pub fn evaluate_budgets(state: &ClusterState, now: DateTime<Utc>) -> Vec<PoolBudgets> {
-    let counts = pool_counts(state);
+/// Every pool's budgets at `now`, with the `reserved` NodeClaims counted as disrupting
+/// (upstream `BuildDisruptionBudgetMapping`).
+pub fn evaluate_budgets(
+    state: &ClusterState,
+    now: DateTime<Utc>,
+    reserved: &HashSet<String>,
+) -> Vec<PoolBudgets> {
+    let counts = pool_counts(state, reserved);
     state
         .nodepools
         .iter()
         .map(|(name, pool)| {
-            let (total, disrupting) = counts.get(name.as_str()).copied().unwrap_or_default();
-            PoolBudgets::evaluate(pool, total, disrupting, now)
+            let (total, disrupting, held) = counts.get(name.as_str()).copied().unwrap_or_default();
+            let mut b = PoolBudgets::evaluate(pool, total, disrupting, now);
+            b.reserved = held;
+            b
         })
         .collect()
 }
@@ -119,6 +153,9 @@ pub struct SimInput<'a> {
     pub input: SolveInput<'a>,
     /// State node index -> index into `input.nodes`.
     pub index: Vec<Option<usize>>,
+    /// Node name -> NodeClaim of the nodes that are not initialized: a pod a simulation
+    /// places there is counting on capacity that is not there yet.
+    pub uninitialized: HashMap<String, String>,
 }
 
 impl<'a> SimInput<'a> {
@@ -139,9 +176,13 @@ impl<'a> SimInput<'a> {
             });
         }
         let mut index = vec![None; state.nodes.len()];
+        let mut uninitialized = HashMap::new();
         for (i, n) in state.nodes.iter().enumerate() {
             if n.deleting || n.is_disrupted_tainted() {
                 continue;
+            }
+            if !n.initialized {
+                uninitialized.insert(n.name.clone(), n.nodeclaim.clone());
             }
             let mut requested = Resources::default();
             let mut host_ports = Vec::new();
@@ -169,7 +210,29 @@ impl<'a> SimInput<'a> {
                 initialized: n.initialized,
             });
         }
-        SimInput { input, index }
+        SimInput {
+            input,
+            index,
+            uninitialized,
+        }
+    }
+
+    /// The first of `pods` a simulation placed on a node that is not initialized, and
+    /// that node's NodeClaim (upstream `UninitializedNodeError`: "would schedule against
+    /// uninitialized nodeclaim").
+    pub fn on_uninitialized<'p>(
+        &self,
+        results: &'p crate::engine::scheduling::Results,
+        pods: &HashSet<&crate::engine::pod::PodKey>,
+    ) -> Option<(&'p crate::engine::pod::PodKey, &str)> {
+        if self.uninitialized.is_empty() {
+            return None;
+        }
+        results.nominations.iter().find_map(|n| {
+            let claim = self.uninitialized.get(&n.node)?;
+            let pod = n.pods.iter().find(|p| pods.contains(p))?;
+            Some((pod, claim.as_str()))
+        })
     }
 }
 
@@ -221,7 +284,7 @@ impl<'a> Allowance<'a> {
 /// flight (upstream `SimulateScheduling` adds both to every consolidation simulation;
 /// without the second, two commands in a row count on the same free capacity).
 pub fn pending_pods(state: &ClusterState) -> Vec<&crate::engine::pod::Pod> {
-    let deleting: std::collections::HashSet<&str> = state
+    let deleting: HashSet<&str> = state
         .nodes
         .iter()
         .filter(|n| n.deleting || n.is_disrupted_tainted())
@@ -230,9 +293,34 @@ pub fn pending_pods(state: &ClusterState) -> Vec<&crate::engine::pod::Pod> {
     crate::engine::provisioning::pods_to_schedule(&state.pods, |n| deleting.contains(n))
 }
 
+/// Of [`pending_pods`], those still bound to a node (it is going away). Upstream counts
+/// their scheduling failures against a command (`NonPendingPodSchedulingErrors`); only
+/// pods that were already pending may fail without blocking it.
+pub fn moving_pods<'a>(pending: &[&'a crate::engine::pod::Pod]) -> HashSet<&'a PodKey> {
+    pending
+        .iter()
+        .filter(|p| p.node_name.is_some())
+        .map(|p| &p.key)
+        .collect()
+}
+
+/// The earliest of some future instants.
+struct Soonest {
+    now: DateTime<Utc>,
+    at: Option<DateTime<Utc>>,
+}
+
+impl Soonest {
+    fn add(&mut self, t: Option<DateTime<Utc>>) {
+        if let Some(t) = t.filter(|t| *t > self.now) {
+            self.at = Some(self.at.map_or(t, |a| a.min(t)));
+        }
+    }
+}
+
 /// Runs one disruption pass over the state at `now`.
 pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass {
-    let budgets = evaluate_budgets(state, now);
+    let budgets = evaluate_budgets(state, now, &options.reserved);
     let pods_by_node = state.pods_by_node();
     let pdbs = PdbIndex::new(&state.pdbs);
     let hashes: HashMap<&str, String> = state
@@ -246,20 +334,40 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
         expirations: Vec::new(),
         command: None,
         outcomes: BTreeMap::new(),
+        drifted: BTreeMap::new(),
+        next_change: None,
         candidates_evaluated: 0,
         eligible: BTreeMap::new(),
         single_node_evaluated: 0,
         single_node_candidates: 0,
         events: Vec::new(),
     };
+    let mut soon = Soonest { now, at: None };
+    for b in &budgets {
+        for r in &b.reasons {
+            soon.add(r.next_change);
+        }
+    }
 
-    // Node-level blocks, expiration, and the candidate list.
+    // Node-level blocks, expiration, drift verdicts, and the candidate list.
     let mut cands: Vec<Candidate> = Vec::new();
     for (i, node) in state.nodes.iter().enumerate() {
+        let key = &node.nodeclaim;
         let pool = state.nodepools.get(&node.nodepool);
-        if let Some(why) = options.held.get(&node.name) {
+        let drifted = pool.filter(|_| !node.deleting).and_then(|p| {
+            let hash = hashes
+                .get(node.nodepool.as_str())
+                .map_or("", String::as_str);
+            drift::drift(node, p, hash)
+        });
+        if let Some(d) = &drifted {
+            pass.drifted.insert(key.clone(), d.to_string());
+        }
+        soon.add(node.expires_at());
+        soon.add(node.nominated_until);
+        if let Some(why) = options.held.get(key) {
             pass.outcomes.insert(
-                node.name.clone(),
+                key.clone(),
                 Outcome::Blocked(Block::Held { why: why.clone() }),
             );
             continue;
@@ -290,7 +398,7 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
             ));
             *pass.eligible.entry(Reason::Expired).or_default() += 1;
             pass.outcomes.insert(
-                node.name.clone(),
+                key.clone(),
                 Outcome::Chosen {
                     method: Method::Expiration,
                     savings: 0.0,
@@ -300,51 +408,63 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
             continue;
         }
         if let Some(b) = candidates::node_block(node, pool, now) {
-            pass.outcomes.insert(node.name.clone(), Outcome::Blocked(b));
+            pass.outcomes.insert(key.clone(), Outcome::Blocked(b));
             continue;
         }
         let Some(pool) = pool else { continue };
-        let hash = hashes
-            .get(node.nodepool.as_str())
-            .map(String::as_str)
-            .unwrap_or("");
-        cands.push(candidates::candidate(
-            state,
-            i,
-            &pods_by_node[i],
-            pool,
-            hash,
-            &pdbs,
-            now,
-        ));
+        let c = candidates::candidate(state, i, &pods_by_node[i], pool, drifted, &pdbs, now);
+        if c.consolidatable.is_err() {
+            soon.add(candidates::consolidatable_at(node, pool));
+        }
+        if let Some(Block::PodDoNotDisrupt { until, .. }) = &c.pod_block {
+            soon.add(*until);
+        }
+        cands.push(c);
     }
+    pass.next_change = soon.at;
     candidates::rank(&mut cands, state);
+    let node = |c: &Candidate| -> &StateNode { &state.nodes[c.node] };
+    let key = |c: &Candidate| -> String { state.nodes[c.node].nodeclaim.clone() };
+
+    if let Some(why) = &options.unsynced {
+        // Nothing voluntary until the view of the cluster is whole.
+        for c in &cands {
+            pass.outcomes.insert(
+                key(c),
+                Outcome::Blocked(Block::Unsynced { why: why.clone() }),
+            );
+        }
+        pass.budgets = budgets;
+        return pass;
+    }
+    let scaling = options.scaling_up.as_ref().map(|claim| Block::ScalingUp {
+        nodeclaim: claim.clone(),
+    });
 
     let sim_input = SimInput::new(state, &pods_by_node);
     let mut sim = crate::engine::scheduling::Simulator::new(&sim_input.input);
     let pending = pending_pods(state);
-    let node = |c: &Candidate| -> &StateNode { &state.nodes[c.node] };
+    let moving = moving_pods(&pending);
     let pool_of = |c: &Candidate| &state.nodepools[&state.nodes[c.node].nodepool];
 
-    // 1. Emptiness: every empty, consolidatable, unblocked candidate within budget.
+    // 1. Emptiness: every empty, consolidatable, unblocked candidate within budget. It
+    // simulates nothing, so a scale-up in progress does not hold it.
     let mut empty_allow = Allowance::new(&budgets, DisruptionReason::Empty);
     let mut empties: Vec<&Candidate> = Vec::new();
     for c in cands.iter().filter(|c| c.is_empty()) {
         pass.candidates_evaluated += 1;
         if let Some(b) = &c.pod_block {
-            pass.outcomes
-                .insert(node(c).name.clone(), Outcome::Blocked(b.clone()));
+            pass.outcomes.insert(key(c), Outcome::Blocked(b.clone()));
             continue;
         }
         if let Err(b) = &c.consolidatable {
-            pass.outcomes
-                .insert(node(c).name.clone(), Outcome::Blocked(b.clone()));
+            pass.outcomes.insert(key(c), Outcome::Blocked(b.clone()));
             continue;
         }
         *pass.eligible.entry(Reason::Empty).or_default() += 1;
         if !empty_allow.has(&node(c).nodepool) {
             pass.outcomes.insert(
-                node(c).name.clone(),
+                key(c),
                 Outcome::Blocked(empty_allow.block(&node(c).nodepool)),
             );
             continue;
@@ -356,7 +476,7 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
         let cmd = command(state, Method::Emptiness, Reason::Empty, &empties, vec![]);
         for c in &empties {
             pass.outcomes.insert(
-                node(c).name.clone(),
+                key(c),
                 Outcome::Chosen {
                     method: Method::Emptiness,
                     savings: node(c).price,
@@ -367,21 +487,25 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
         pass.command = Some(cmd);
     }
 
-    // 2. Drift: oldest first, one node per command, any number of replacements.
+    // 2. Drift: in the order nodes drifted (upstream sorts by the Drifted condition's
+    // transition), empty ones first (their pods would otherwise move twice), one node per
+    // command, any number of replacements.
     let mut drifted: Vec<&Candidate> = cands
         .iter()
-        .filter(|c| c.drift.is_some() && !pass.outcomes.contains_key(&node(c).name))
+        .filter(|c| c.drift.is_some() && !pass.outcomes.contains_key(&node(c).nodeclaim))
         .collect();
     drifted.sort_by(|a, b| {
-        node(a)
-            .created
-            .cmp(&node(b).created)
-            .then_with(|| node(a).name.cmp(&node(b).name))
+        let since = |c: &Candidate| node(c).drifted_since.unwrap_or(now);
+        since(a)
+            .cmp(&since(b))
+            .then_with(|| node(a).created.cmp(&node(b).created))
+            .then_with(|| node(a).nodeclaim.cmp(&node(b).nodeclaim))
     });
+    drifted.sort_by_key(|c| !c.is_empty());
     let drift_allow = Allowance::new(&budgets, DisruptionReason::Drifted);
     for c in drifted {
         pass.candidates_evaluated += 1;
-        let name = node(c).name.clone();
+        let name = key(c);
         let why = c
             .drift
             .as_ref()
@@ -410,14 +534,23 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
             );
             continue;
         }
+        if let Some(b) = &scaling {
+            pass.outcomes.insert(name, Outcome::Blocked(b.clone()));
+            continue;
+        }
+        let own: HashSet<&PodKey> = c.pods.iter().map(|&p| &state.pods[p].key).collect();
         let results = if c.pods.is_empty() {
             Default::default()
         } else {
-            let pods: Vec<_> = c.pods.iter().map(|&p| &state.pods[p]).collect();
+            // Upstream `SimulateScheduling`: the pending pods and those of deleting nodes
+            // compete for the same room.
+            let mut pods: Vec<_> = c.pods.iter().map(|&p| &state.pods[p]).collect();
+            pods.extend(pending.iter().copied());
             let excluded: Vec<usize> = sim_input.index[c.node].into_iter().collect();
             sim.run(&pods, &excluded)
         };
-        if let Some((pod, e)) = results.errors.iter().next() {
+        let blocking = |k: &PodKey| own.contains(k) || moving.contains(k);
+        if let Some((pod, e)) = results.errors.iter().find(|(k, _)| blocking(k)) {
             pass.outcomes.insert(
                 name,
                 Outcome::Blocked(Block::PodsWouldNotFit {
@@ -427,9 +560,22 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
             );
             continue;
         }
+        if let Some((pod, claim)) = sim_input.on_uninitialized(&results, &own) {
+            pass.outcomes.insert(
+                name,
+                Outcome::Blocked(Block::WouldUseUninitialized {
+                    pod: pod.clone(),
+                    nodeclaim: claim.to_string(),
+                }),
+            );
+            continue;
+        }
+        // Only the NodeClaims the candidate's pods need: the provisioner launches for
+        // the pending pods on its own.
         let replacements = results
             .new_nodeclaims
             .iter()
+            .filter(|nc| nc.pods.iter().any(|p| own.contains(p)))
             .map(|nc| {
                 Replacement::new(
                     nc,
@@ -459,7 +605,7 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
     // Consolidation candidates: consolidatable, unblocked, policy allows, not decided yet.
     let mut consolidatable: Vec<&Candidate> = Vec::new();
     for c in &cands {
-        let name = &node(c).name;
+        let name = &node(c).nodeclaim;
         if pass.outcomes.contains_key(name) {
             continue;
         }
@@ -480,9 +626,19 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
             );
             continue;
         }
+        if let Some(b) = &scaling {
+            pass.outcomes
+                .insert(name.clone(), Outcome::Blocked(b.clone()));
+            continue;
+        }
         consolidatable.push(c);
     }
     let under_allow = Allowance::new(&budgets, DisruptionReason::Underutilized);
+    let movers = Movers {
+        sim_input: &sim_input,
+        pending: &pending,
+        moving: &moving,
+    };
 
     // 3. Multi-node consolidation: the longest ranked prefix (within budget, at most 100)
     // that consolidates into at most one new node, by binary search (upstream
@@ -511,8 +667,7 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
                 &mut sim,
                 state,
                 set,
-                &sim_input.index,
-                &pending,
+                &movers,
                 options.spot_to_spot,
                 !options.fast,
             ) {
@@ -541,7 +696,7 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
         );
         for c in set {
             pass.outcomes.insert(
-                node(c).name.clone(),
+                key(c),
                 Outcome::Chosen {
                     method: Method::MultiNodeConsolidation,
                     savings: cmd.savings_per_hour,
@@ -575,7 +730,7 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
         if options.fast && pass.command.is_some() {
             break;
         }
-        let name = node(c).name.clone();
+        let name = key(c);
         if pass.outcomes.contains_key(&name) {
             continue;
         }
@@ -589,8 +744,7 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
             &mut sim,
             state,
             &[c],
-            &sim_input.index,
-            &pending,
+            &movers,
             options.spot_to_spot,
             !options.fast,
         ) {
@@ -633,19 +787,16 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
 
     for c in &cands {
         pass.outcomes
-            .entry(node(c).name.clone())
+            .entry(key(c))
             .or_insert(Outcome::Blocked(Block::NotEvaluated));
     }
     for (name, o) in &pass.outcomes {
         if let Outcome::Blocked(b) = o {
-            if matches!(
-                b,
-                Block::Held { .. } | Block::Deleting | Block::NotInitialized | Block::NotEvaluated
-            ) {
+            if b.is_transient() {
                 continue;
             }
             pass.events.push(Event {
-                node: name.clone(),
+                nodeclaim: name.clone(),
                 reason: b.event_reason().to_string(),
                 message: b.to_string(),
             });
@@ -653,6 +804,16 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
     }
     pass.budgets = budgets;
     pass
+}
+
+/// What a consolidation simulation moves besides the candidates' pods, and where it must
+/// not count on room.
+pub struct Movers<'a> {
+    pub sim_input: &'a SimInput<'a>,
+    /// [`pending_pods`]: they compete for the same room.
+    pub pending: &'a [&'a crate::engine::pod::Pod],
+    /// [`moving_pods`]: their failures block a command.
+    pub moving: &'a HashSet<&'a PodKey>,
 }
 
 #[cfg(test)]

@@ -83,6 +83,19 @@ impl Method {
         }
     }
 
+    /// The method whose [`Method::metric_label`] this is.
+    pub fn from_label(label: &str) -> Option<Method> {
+        [
+            Method::Expiration,
+            Method::Emptiness,
+            Method::Drift,
+            Method::MultiNodeConsolidation,
+            Method::SingleNodeConsolidation,
+        ]
+        .into_iter()
+        .find(|m| m.metric_label() == label)
+    }
+
     /// Upstream's metric label value (`consolidation_type` / `method`).
     pub fn metric_label(self) -> &'static str {
         match self {
@@ -147,9 +160,24 @@ pub enum Block {
     TooFewCheaperSpotTypes {
         count: usize,
     },
+    /// A candidate's pod would only fit on a node that is not initialized yet.
+    WouldUseUninitialized {
+        pod: PodKey,
+        nodeclaim: String,
+    },
     /// Held in a pending decision, being executed, or rejected by an operator.
     Held {
         why: String,
+    },
+    /// The controller's view of the cluster is not complete yet (upstream waits for
+    /// cluster state to sync before any disruption).
+    Unsynced {
+        why: String,
+    },
+    /// Pods are nominated to a NodeClaim that is not initialized: drift and consolidation
+    /// wait for the scale-up to land.
+    ScalingUp {
+        nodeclaim: String,
     },
     /// A fast pass stopped at its first command before reaching this node.
     NotEvaluated,
@@ -165,9 +193,24 @@ impl Block {
             | Block::SpotToSpotDisabled
             | Block::TooFewCheaperSpotTypes { .. }
             | Block::WhenEmptyPolicy { .. }
+            | Block::WouldUseUninitialized { .. }
             | Block::ConsolidationDisabled => "Unconsolidatable",
             _ => "DisruptionBlocked",
         }
+    }
+
+    /// Waits that end by themselves within moments and need no event: the node is held
+    /// by the gate, leaving, not ready yet, not looked at, or the whole cluster waits.
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            Block::Held { .. }
+                | Block::Deleting
+                | Block::NotInitialized
+                | Block::NotEvaluated
+                | Block::Unsynced { .. }
+                | Block::ScalingUp { .. }
+        )
     }
 }
 
@@ -239,7 +282,16 @@ impl fmt::Display for Block {
                 f,
                 "only {count} cheaper spot instance types (spot-to-spot needs at least 15)"
             ),
+            Block::WouldUseUninitialized { pod, nodeclaim } => write!(
+                f,
+                "pod {pod} would schedule against uninitialized nodeclaim/{nodeclaim}"
+            ),
             Block::Held { why } => f.write_str(why),
+            Block::Unsynced { why } => write!(f, "waiting for cluster state to sync: {why}"),
+            Block::ScalingUp { nodeclaim } => write!(
+                f,
+                "waiting for the scale-up: pods are nominated to nodeclaim/{nodeclaim}, not initialized yet"
+            ),
             Block::NotEvaluated => f.write_str(
                 "not evaluated this pass: another decision came first (one command per pass)",
             ),

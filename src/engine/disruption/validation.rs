@@ -1,19 +1,25 @@
 //! Re-validation of a decision before it runs: the cluster may have moved on while it
-//! waited for an operator (or, upstream, during the 15 s validation delay).
+//! waited for an operator or for upstream's 15 s validation delay.
 //!
 //! Mirrors upstream `disruption/validation.go`: the candidates must still be candidates
-//! with the same pods, the budgets must still allow them, and a fresh simulation must
-//! reach the same decision. A decision that fails is never executed stale.
+//! with the same pods and not nominated, the budgets must still allow them (counting
+//! every other waiting decision, but not this one's own reservation), and a fresh
+//! simulation must reach the same decision. A decision that fails is never executed
+//! stale.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 
 use chrono::{DateTime, Utc};
 
+use crate::engine::pod::PodKey;
 use crate::engine::scheduling::Simulator;
 use crate::engine::state::{ClusterState, is_reschedulable};
 
 use super::candidates::{self, Candidate, PdbIndex};
-use super::{Command, Method, Options, SimInput, consolidation, evaluate_budgets};
+use super::{
+    Command, Method, Movers, Options, SimInput, consolidation, evaluate_budgets, moving_pods,
+    pending_pods,
+};
 
 /// Checks the command against the state at `now`; the error says what changed.
 pub fn revalidate(
@@ -27,7 +33,7 @@ pub fn revalidate(
     let pdbs = PdbIndex::new(&state.pdbs);
     let mut cands: Vec<Candidate> = Vec::new();
     for summary in &cmd.candidates {
-        let Some(&i) = index.get(summary.node.as_str()) else {
+        let Some(&i) = index.get(summary.nodeclaim.as_str()) else {
             return Err(format!("node {} is gone", summary.node));
         };
         let node = &state.nodes[i];
@@ -60,7 +66,8 @@ pub fn revalidate(
             return Err(format!("pod {p} left node {}", node.name));
         }
         let hash = super::drift::nodepool_hash(pool);
-        let c = candidates::candidate(state, i, &pods_by_node[i], pool, &hash, &pdbs, now);
+        let drift = super::drift::drift(node, pool, &hash);
+        let c = candidates::candidate(state, i, &pods_by_node[i], pool, drift, &pdbs, now);
         match cmd.method {
             Method::Drift => {
                 if c.drift.is_none() {
@@ -83,7 +90,13 @@ pub fn revalidate(
     }
 
     if let Some(reason) = cmd.reason.budget_reason() {
-        let budgets = evaluate_budgets(state, now);
+        // Every other waiting decision holds its budget; this one's own does not count
+        // against it.
+        let mut reserved = options.reserved.clone();
+        for c in cmd.nodeclaims() {
+            reserved.remove(c);
+        }
+        let budgets = evaluate_budgets(state, now, &reserved);
         for (pool, &n) in &cmd.budget {
             let allowed = budgets
                 .iter()
@@ -104,12 +117,28 @@ pub fn revalidate(
         Method::Drift => {
             let sim_input = SimInput::new(state, &pods_by_node);
             let mut sim = Simulator::new(&sim_input.input);
+            let pending = pending_pods(state);
+            let moving = moving_pods(&pending);
             for c in &cands {
-                let pods: Vec<_> = c.pods.iter().map(|&p| &state.pods[p]).collect();
+                if c.pods.is_empty() {
+                    continue;
+                }
+                let own: HashSet<&PodKey> = c.pods.iter().map(|&p| &state.pods[p].key).collect();
+                let mut pods: Vec<_> = c.pods.iter().map(|&p| &state.pods[p]).collect();
+                pods.extend(pending.iter().copied());
                 let excluded: Vec<usize> = sim_input.index[c.node].into_iter().collect();
                 let r = sim.run(&pods, &excluded);
-                if let Some((pod, why)) = r.errors.iter().next() {
+                if let Some((pod, why)) = r
+                    .errors
+                    .iter()
+                    .find(|(k, _)| own.contains(k) || moving.contains(k))
+                {
                     return Err(format!("pods would no longer fit: {pod} ({why})"));
+                }
+                if let Some((pod, claim)) = sim_input.on_uninitialized(&r, &own) {
+                    return Err(format!(
+                        "pod {pod} would schedule against uninitialized nodeclaim/{claim}"
+                    ));
                 }
             }
             Ok(())
@@ -118,12 +147,18 @@ pub fn revalidate(
             let sim_input = SimInput::new(state, &pods_by_node);
             let mut sim = Simulator::new(&sim_input.input);
             let refs: Vec<&Candidate> = cands.iter().collect();
+            let pending = pending_pods(state);
+            let moving = moving_pods(&pending);
+            let movers = Movers {
+                sim_input: &sim_input,
+                pending: &pending,
+                moving: &moving,
+            };
             let plan = consolidation::evaluate(
                 &mut sim,
                 state,
                 &refs,
-                &sim_input.index,
-                &super::pending_pods(state),
+                &movers,
                 options.spot_to_spot,
                 true,
             )

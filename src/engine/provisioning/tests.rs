@@ -172,15 +172,6 @@ fn spot_is_preferred_but_never_pricier_than_the_cheapest_on_demand() {
 }
 
 #[test]
-fn nominated_nodes_are_protected_for_twenty_seconds() {
-    let mut n = Nominations::default();
-    n.nominate("node-1", t0());
-    assert!(n.is_nominated("node-1", t0() + TimeDelta::seconds(19)));
-    assert!(!n.is_nominated("node-1", t0() + TimeDelta::seconds(20)));
-    assert!(!n.is_nominated("node-2", t0()));
-}
-
-#[test]
 fn pods_on_deleting_nodes_are_rescheduled_but_daemons_and_bound_pods_are_not() {
     let mut pending = Pod::new("default", "pending", Resources::cpu_mem(100, 1 << 20));
     pending.unschedulable = true;

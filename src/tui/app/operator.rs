@@ -49,7 +49,7 @@ impl App {
                 .snapshot
                 .pending
                 .iter()
-                .find(|d| d.command.nodes().any(|n| n == row.id))
+                .find(|d| d.command.nodeclaims().any(|n| n == row.id))
                 .map(|d| d.id),
             _ => None,
         }
@@ -146,7 +146,7 @@ impl App {
     pub(super) fn decision_nodes(&self, id: u64) -> String {
         match self.snapshot.pending.iter().find(|d| d.id == id) {
             Some(d) => {
-                let names: Vec<&str> = d.command.nodes().collect();
+                let names: Vec<&str> = d.command.node_names().collect();
                 match names.len() {
                     1 => format!("node {}", names[0]),
                     n => format!("{n} nodes: {}", names.join(", ")),

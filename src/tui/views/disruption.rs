@@ -39,7 +39,7 @@ pub fn decision_id(row: &str) -> Option<u64> {
 }
 
 fn candidates(c: &Command) -> String {
-    let names: Vec<&str> = c.nodes().collect();
+    let names: Vec<&str> = c.node_names().collect();
     match names.len() {
         0 => "-".into(),
         1 => names[0].to_string(),
@@ -191,7 +191,11 @@ pub fn render(frame: &mut Frame, area: Rect, app: &mut App) {
     let lines: Vec<Line> = blocked
         .iter()
         .take(rows)
-        .map(|(node, o)| {
+        .map(|(claim, o)| {
+            let node = s
+                .state
+                .node(claim)
+                .map_or(claim.as_str(), |n| n.name.as_str());
             let why = match o {
                 Outcome::Blocked(b) => b.to_string(),
                 other => other.to_string(),
@@ -296,7 +300,7 @@ fn explain_command(b: &mut Builder, s: &Snapshot, c: &Command) {
                 cand.pods.len()
             ),
         );
-        if let Some(o) = s.outcomes.get(&cand.node) {
+        if let Some(o) = s.outcomes.get(&cand.nodeclaim) {
             b.line(Tone::Muted, format!("  {o}"));
         }
     }

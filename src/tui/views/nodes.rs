@@ -52,13 +52,13 @@ pub fn involvement(s: &Snapshot) -> HashMap<&str, (String, Tone)> {
             Phase::Deleted => "deleted",
             Phase::Failed { .. } => "disruption failed",
         };
-        for c in e.command.nodes() {
+        for c in e.command.nodeclaims() {
             m.entry(c)
                 .or_insert_with(|| (format!("{what} #{}", e.id), Tone::Bad));
         }
     }
     for d in &s.pending {
-        for c in d.command.nodes() {
+        for c in d.command.nodeclaims() {
             m.entry(c)
                 .or_insert_with(|| (format!("awaiting #{}", d.id), Tone::Warn));
         }
@@ -84,7 +84,7 @@ fn lifecycle_in(
             ("deleting".into(), Tone::Bad)
         };
     }
-    if let Some(v) = involved.get(n.name.as_str()) {
+    if let Some(v) = involved.get(n.nodeclaim.as_str()) {
         return v.clone();
     }
     if !n.registered {
@@ -98,7 +98,7 @@ fn lifecycle_in(
     }
     let drifted = n.nodeclass_drift.is_some()
         || matches!(
-            s.outcomes.get(&n.name),
+            s.outcomes.get(&n.nodeclaim),
             Some(Outcome::Chosen { method, .. } | Outcome::Eligible { method, .. })
                 if *method == crate::engine::disruption::Method::Drift
         );
@@ -161,14 +161,14 @@ pub fn rows(s: &Snapshot) -> Vec<Row> {
         .map(|(n, (req, pods, workload))| {
             let (state, tone) = lifecycle_in(s, &involved, n, workload);
             let age = s.at - n.created;
-            let (why, why_tone) = match s.outcomes.get(&n.name) {
+            let (why, why_tone) = match s.outcomes.get(&n.nodeclaim) {
                 Some(o @ Outcome::Chosen { .. }) => (o.to_string(), Tone::Warn),
                 Some(o @ Outcome::Eligible { .. }) => (o.to_string(), Tone::Accent),
                 Some(o) => (o.to_string(), Tone::Muted),
                 None => ("-".into(), Tone::Muted),
             };
             Row::new(
-                n.name.clone(),
+                n.nodeclaim.clone(),
                 vec![
                     Cell::text(n.name.clone()),
                     Cell::text(state).tone(tone),
@@ -208,7 +208,7 @@ pub fn render(frame: &mut Frame, area: Rect, app: &mut App) {
             let (state, tone) = lifecycle(s, n, 0);
             let why = s
                 .outcomes
-                .get(&n.name)
+                .get(&n.nodeclaim)
                 .map(|o| o.to_string())
                 .unwrap_or_else(|| "not looked at by a disruption pass yet".into());
             vec![
@@ -302,7 +302,7 @@ pub fn details(s: &Snapshot, id: &str) -> Option<Details> {
     b.heading("Disruption");
     let (state, tone) = lifecycle(s, n, 0);
     b.line(tone, format!("lifecycle: {state}"));
-    match s.outcomes.get(&n.name) {
+    match s.outcomes.get(&n.nodeclaim) {
         Some(o) => b.line(Tone::Normal, o.to_string()),
         None => b.line(Tone::Muted, "not looked at by a disruption pass yet"),
     };

@@ -95,6 +95,12 @@ pub fn nodeclaim(
             .flatten()
             .any(|f| f == labels::TERMINATION_FINALIZER),
         launched,
+        initialized_at: nc
+            .status
+            .as_ref()
+            .and_then(|s| s.condition(conditions::INITIALIZED))
+            .filter(|c| c.status == "True")
+            .map(|c| to_chrono(&c.last_transition_time)),
     })
 }
 

@@ -299,6 +299,7 @@ pub(super) fn sample_claim(name: &str) -> NodeClaimObject {
         deleting: None,
         finalizer: true,
         launched: None,
+        initialized_at: None,
     }
 }
 

@@ -262,6 +262,7 @@ fn claim() -> impl Strategy<Value = NodeClaimObject> {
                     deleting: deleting.map(|d| at_secs(created + d)),
                     finalizer,
                     launched,
+                    initialized_at: None,
                 }
             },
         )

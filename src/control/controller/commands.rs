@@ -1,0 +1,349 @@
+//! The disruption poll from the controller's side: what holds every disruption (the view
+//! of the cluster is incomplete, a scale-up is landing), the pass, the drift times it
+//! reports, carrying out the commands' effects against the cluster, failing a command the
+//! moment its replacement fails, and turning the journal into events.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+
+use super::Controller;
+use crate::cloud::CloudProvider;
+use crate::cluster::{Cluster, Write};
+use crate::control::events::EventKind;
+use crate::control::orchestration::{Effect, Phase};
+use crate::engine::disruption::{Block, Outcome};
+use crate::engine::state::disrupted_taint;
+
+impl<C: Cluster, P: CloudProvider> Controller<C, P> {
+    /// Tells the disruption loop what holds it (upstream's disruption controller waits
+    /// for `cluster.Synced`; drift and consolidation also wait while pods are on their way
+    /// to NodeClaims that are not initialized, whose capacity a simulation cannot count
+    /// on).
+    pub(super) fn set_holds(&mut self) {
+        let unlaunched = self
+            .registry
+            .records()
+            .find(|r| r.claim.deleting.is_none() && r.claim.launched.is_none())
+            .map(|r| format!("NodeClaim {} is not launched yet", r.claim.name));
+        self.disruption.unsynced = if self.cluster.synced() {
+            unlaunched
+        } else {
+            Some("the initial listing of the cluster is not complete".into())
+        };
+        self.disruption.scaling_up = self
+            .nominated
+            .values()
+            .filter(|claim| {
+                self.registry.get(claim).is_some_and(|r| {
+                    r.claim.deleting.is_none()
+                        && r.pos.is_none_or(|i| !self.state.nodes[i].initialized)
+                })
+            })
+            .min()
+            .cloned();
+    }
+
+    pub(super) async fn disruption_poll(&mut self, now: DateTime<Utc>, full: bool) {
+        self.set_holds();
+        let state = Arc::clone(&self.state);
+        self.disruption.explain = self.snapshot_tx.receiver_count() > 0;
+        let effects = if full {
+            self.last_pass = Some((now, self.generation));
+            let began = std::time::Instant::now();
+            let effects = self.disruption.tick(&state, now);
+            self.stats.passes += 1;
+            self.stats.pass_seconds += began.elapsed().as_secs_f64();
+            effects
+        } else {
+            self.disruption.advance(&state, now)
+        };
+        // Shared while it changes, the state would be copied whole.
+        drop(state);
+        if full {
+            self.note_drift(now);
+            self.announce_blocks();
+        }
+        self.apply_effects(effects, now).await;
+    }
+
+    /// Records since when each node has been drifted, from the pass's verdicts: drift
+    /// replaces nodes in that order (upstream sorts by the Drifted condition's
+    /// transition time).
+    pub(super) fn note_drift(&mut self, now: DateTime<Utc>) {
+        let Some(pass) = self.disruption.last_pass.as_ref() else {
+            return;
+        };
+        let drifted = &pass.drifted;
+        let mut changed: Vec<(usize, Option<DateTime<Utc>>)> = Vec::new();
+        for name in self.registry.names() {
+            let Some(r) = self.registry.get_mut(&name) else {
+                continue;
+            };
+            let since = match (drifted.contains_key(&name), r.drifted_since) {
+                (true, None) => Some(now),
+                (true, s) => s,
+                (false, _) => None,
+            };
+            if since != r.drifted_since {
+                r.drifted_since = since;
+                if let Some(i) = r.pos {
+                    changed.push((i, since));
+                }
+            }
+        }
+        for (i, since) in changed {
+            // Not a change of the cluster (the generation stays): the next pass need not
+            // run for it, but the console shows it.
+            self.changes += 1;
+            Arc::make_mut(&mut self.state).nodes[i].drifted_since = since;
+        }
+    }
+
+    /// Fails, at once, every command whose replacement NodeClaim failed to launch, was
+    /// deleted, or never got created: its candidates are untainted in the same round
+    /// (upstream's queue gives up the moment a replacement is gone).
+    pub(super) async fn check_replacements(&mut self, now: DateTime<Utc>) {
+        let mut failed: Vec<(String, String)> = Vec::new();
+        for e in self.disruption.orchestrator.running() {
+            let Phase::WaitingForReplacements { claims } = &e.phase else {
+                continue;
+            };
+            for c in claims {
+                match self.registry.get(c) {
+                    None => failed.push((c.clone(), "it is gone".into())),
+                    Some(r) if r.claim.deleting.is_some() => failed.push((
+                        c.clone(),
+                        r.delete_reason
+                            .clone()
+                            .unwrap_or_else(|| "it is being deleted".into()),
+                    )),
+                    Some(_) => {}
+                }
+            }
+        }
+        let mut effects = Vec::new();
+        for (claim, why) in failed {
+            effects.extend(self.disruption.replacement_failed(&claim, &why, now));
+        }
+        if !effects.is_empty() {
+            self.apply_effects(effects, now).await;
+        }
+    }
+
+    /// Carries out disruption effects against the cluster.
+    pub(super) async fn apply_effects(&mut self, effects: Vec<Effect>, now: DateTime<Utc>) {
+        let mut aborted: Vec<u64> = Vec::new();
+        for effect in effects {
+            let decision = match &effect {
+                Effect::Record { decision } | Effect::CreateNodeClaim { decision, .. } => {
+                    Some(*decision)
+                }
+                _ => None,
+            };
+            if decision.is_some_and(|d| aborted.contains(&d)) {
+                continue;
+            }
+            match effect {
+                Effect::Record { decision } => {
+                    if let Err(e) = self.record_command(decision).await {
+                        let why = format!("recording the command failed: {e}");
+                        self.error(format!("disruption #{decision}: {why}"));
+                        self.disruption.abort(decision, &why, now);
+                        aborted.push(decision);
+                    }
+                }
+                Effect::Taint { nodeclaim } => self.set_disrupted_taint(&nodeclaim, true).await,
+                Effect::Untaint { nodeclaim } => self.set_disrupted_taint(&nodeclaim, false).await,
+                Effect::CreateNodeClaim {
+                    name,
+                    decision,
+                    replacement,
+                } => {
+                    let reason = self
+                        .disruption
+                        .orchestrator
+                        .execution(decision)
+                        .map_or("disruption".to_string(), |e| {
+                            e.command.reason.as_str().to_ascii_lowercase()
+                        });
+                    self.create_replacement(
+                        &name,
+                        decision,
+                        &replacement,
+                        &format!("disruption #{decision}"),
+                        &reason,
+                        now,
+                    )
+                    .await;
+                }
+                Effect::Delete { nodeclaim } => {
+                    let reason = self
+                        .disruption
+                        .orchestrator
+                        .running()
+                        .iter()
+                        .find(|e| e.command.nodeclaims().any(|c| c == nodeclaim))
+                        .map_or("disruption".to_string(), |e| {
+                            format!(
+                                "{} (decision #{})",
+                                e.command.reason.as_str().to_ascii_lowercase(),
+                                e.id
+                            )
+                        });
+                    self.delete_nodeclaim(&nodeclaim, &reason, now).await;
+                }
+            }
+        }
+        self.drain_outbox();
+    }
+
+    /// Adds or removes `karpenter.sh/disrupted:NoSchedule` on a NodeClaim's Node (nothing
+    /// to do before it registers: nothing can land there).
+    pub(super) async fn set_disrupted_taint(&mut self, claim: &str, on: bool) {
+        let Some(node) = self.registry.node_of(claim).map(|n| n.name.clone()) else {
+            return;
+        };
+        let taint = disrupted_taint();
+        let w = if on {
+            Write::Taint {
+                node: node.clone(),
+                taint,
+            }
+        } else {
+            Write::Untaint {
+                node: node.clone(),
+                taint,
+            }
+        };
+        if let Err(e) = self.cluster.write(w).await {
+            let verb = if on { "tainting" } else { "untainting" };
+            self.error(format!("{verb} {node}: {e}"));
+        }
+    }
+
+    /// DisruptionBlocked events for nodes whose reason changed since the last pass. Waits
+    /// that end by themselves (consolidateAfter, a nomination, initialization, deletion)
+    /// and holds by the gate (reported as decision events) are not events; everything
+    /// else an operator could act on or should know is, once per change.
+    pub(super) fn announce_blocks(&mut self) {
+        let Some(pass) = self.disruption.last_pass.as_ref() else {
+            return;
+        };
+        let mut now_blocked: HashMap<String, (std::mem::Discriminant<Block>, String)> =
+            HashMap::new();
+        for (claim, outcome) in &pass.outcomes {
+            let Outcome::Blocked(block) = outcome else {
+                continue;
+            };
+            if matches!(block, Block::NotEvaluated) {
+                // A fast pass did not look: the last word on the node still stands.
+                if let Some(prev) = self.blocked.get(claim) {
+                    now_blocked.insert(claim.clone(), prev.clone());
+                }
+                continue;
+            }
+            if block.is_transient()
+                || matches!(
+                    block,
+                    Block::ConsolidateAfter { .. } | Block::Nominated { .. }
+                )
+            {
+                continue;
+            }
+            now_blocked.insert(
+                claim.clone(),
+                (std::mem::discriminant(block), block.to_string()),
+            );
+        }
+        // Once per node and kind of block: counts and times in the words change every
+        // pass without telling the operator anything new.
+        let mut fresh: Vec<(String, String)> = now_blocked
+            .iter()
+            .filter(|(n, (kind, _))| self.blocked.get(*n).is_none_or(|(k, _)| k != kind))
+            .map(|(n, (_, m))| (n.clone(), m.clone()))
+            .collect();
+        fresh.sort();
+        self.blocked = now_blocked;
+        for (claim, reason) in fresh {
+            let node = self.node_name(&claim);
+            self.emit(EventKind::DisruptionBlocked {
+                nodeclaim: claim,
+                node,
+                reason,
+            });
+        }
+    }
+
+    /// A NodeClaim's Node name, or its own name before it registered.
+    pub(super) fn node_name(&self, claim: &str) -> String {
+        self.registry
+            .get(claim)
+            .and_then(|r| r.node.clone())
+            .unwrap_or_else(|| claim.to_string())
+    }
+
+    /// Turns the disruption loop's journal entries into events.
+    pub(super) fn drain_outbox(&mut self) {
+        use crate::control::journal::Action;
+        for (e, command) in std::mem::take(&mut self.disruption.outbox) {
+            self.notice_for_entry(&e);
+            let id = e.decision.unwrap_or(0);
+            let kind = match e.action {
+                Action::Proposed => {
+                    let Some(cmd) = command else { continue };
+                    EventKind::DisruptionProposed {
+                        id,
+                        method: cmd.method.as_str().to_string(),
+                        reason: cmd.reason.as_str().to_string(),
+                        policy: e
+                            .detail
+                            .strip_prefix("policy ")
+                            .unwrap_or(&e.detail)
+                            .to_string(),
+                        candidates: cmd.candidates,
+                        replacement: cmd.replacements,
+                        savings: cmd.savings_per_hour,
+                    }
+                }
+                Action::Approved => EventKind::DisruptionApproved { id, actor: e.actor },
+                Action::Rejected => EventKind::DisruptionRejected {
+                    id,
+                    actor: e.actor,
+                    reason: e.detail,
+                },
+                Action::Withdrawn => EventKind::DisruptionWithdrawn {
+                    id,
+                    reason: e.detail,
+                },
+                Action::Executed => {
+                    let method = e.method.clone().unwrap_or_default();
+                    *self.stats.disruptions.entry(method.clone()).or_default() += 1;
+                    EventKind::DisruptionExecuted {
+                        id,
+                        method,
+                        reason: e.reason.unwrap_or_default(),
+                        nodes: e.nodes,
+                        nodeclaims: e.nodeclaims,
+                    }
+                }
+                Action::Completed => EventKind::DisruptionCompleted { id },
+                Action::Failed => EventKind::DisruptionFailed {
+                    id,
+                    reason: e.detail,
+                },
+                Action::Paused => EventKind::DisruptionPaused {
+                    scope: e.detail,
+                    actor: e.actor,
+                },
+                Action::Resumed => EventKind::DisruptionResumed {
+                    scope: e.detail,
+                    actor: e.actor,
+                },
+                Action::Involuntary => continue,
+            };
+            self.emit(kind);
+        }
+    }
+}
