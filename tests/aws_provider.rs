@@ -215,6 +215,7 @@ fn claim(name: &str, l: &Launched) -> NodeClaimObject {
             image_id: i.image_id.clone(),
             annotations: l.annotations.clone(),
         }),
+        initialized_at: None,
     }
 }
 

@@ -5,8 +5,9 @@ Usage: python kmock_server.py PORT   (0 = any free port; prints "listening on PO
 kmock's KubernetesEmulator (https://pypi.org/project/kmock/) stores objects, merges
 patches, soft-deletes with finalizers and fans events out to watchers. This adapter
 fills the gaps that stop kube-rs (kube-runtime's watcher) and kubectl from using it
-(1-14), and adds what the controller backend's tests need (15-20): evictions, 410 Gone,
-injected faults, lost watches and a request log, the test controls under /_peer/.
+(1-14), and adds what the controller backend's tests need (15-22): evictions, 410 Gone,
+injected faults, lost watches, a request log, and kube-scheduler and kubelet stand-ins,
+the test controls under /_peer/.
 
 Gaps named in the plan, and how each is filled:
  1. No resourceVersion/uid. kmock pushes every ADDED/MODIFIED/DELETED event through
@@ -117,6 +118,59 @@ Added for the kube-rs controller backend and its tests:
     `DELETE /_peer/requests` empties it and answers {"cleared": N}. Control requests
     are not API requests: they are neither logged nor faulted, and their errors are
     {"error": "..."} with status 400 or 404.
+21. A kube-scheduler stand-in, off by default. `POST /_peer/scheduler` with {"min_delay":
+    2.0, "max_delay": 4.0, "interval": 0.2} (seconds, non-negative, min_delay <= max_delay,
+    interval > 0; a field left out, or an empty body, takes that default, not the previous
+    value) turns it on or changes its settings; `DELETE /_peer/scheduler` turns it off and
+    forgets what it remembered of pods; `GET /_peer/scheduler` reads the settings. All
+    three answer {"enabled": true|false, "min_delay": 2.0, "max_delay": 4.0,
+    "interval": 0.2, "bound": N, "unschedulable_marked": M}: N pods bound and M marked
+    Unschedulable since the peer started. While on, every `interval` a pass under the
+    emulator's lock looks at the pods without spec.nodeName or metadata.deletionTimestamp
+    whose status.phase is Pending or absent, in creation order. A node takes a pod when
+    (the first failure is the node's reason, in the real scheduler's filter order): it is
+    not being deleted ("node(s) were being deleted") and has condition Ready=True
+    ("node(s) were not ready"); spec.unschedulable is not true, unless the pod tolerates
+    node.kubernetes.io/unschedulable:NoSchedule ("node(s) were unschedulable"); the pod
+    tolerates every NoSchedule and NoExecute taint (Kubernetes' ToleratesTaint: an empty
+    effect matches every effect, an empty key every key, operator Exists or Equal, the
+    default, comparing values; "node(s) had untolerated taint {KEY: VALUE}"); every
+    spec.nodeSelector label matches and spec.affinity.nodeAffinity.requiredDuringScheduling-
+    IgnoredDuringExecution.nodeSelectorTerms matches (terms ORed, a term's matchExpressions
+    and matchFields ANDed, an empty term matching nothing; In, NotIn, Exists, DoesNotExist,
+    Gt, Lt; "node(s) didn't match Pod's node affinity/selector"); and the pod fits
+    status.allocatable less what the node's pods not in phase Succeeded or Failed request:
+    one more pod within `pods` ("Too many pods"), the sum of the containers'
+    resources.requests cpu and memory ("Insufficient cpu", "Insufficient memory"; a
+    resource the pod does not request is not checked; quantities as Kubernetes writes
+    them: 100m, 0.5, 2, 1e3, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei; a missing
+    allocatable, or one that does not parse, is 0). The first pass that finds a pod
+    bindable stamps it and draws its delay uniformly from [min_delay, max_delay] (kept if
+    a POST changes the settings; DELETE forgets it); the first pass after that delay that still finds it bindable binds it to the fitting node
+    with the lowest requested cpu fraction once the pod is on it, ties by name: one write
+    setting spec.nodeName, status.phase Running and the conditions PodScheduled and Ready
+    "True" (others kept), stored and journalled as a PATCH would be (MODIFIED, a new
+    resourceVersion). A pod that no node takes is given, once and only if it does not
+    carry it already, the condition PodScheduled "False", reason "Unschedulable", message
+    "0/N nodes are available: C1 REASON1, C2 REASON2." (counts of the nodes' reasons,
+    sorted as the real scheduler sorts them) or, with no nodes at all, "no nodes available
+    to schedule pods" (MODIFIED); such a pod is still bound when a node for it appears.
+    Not done: spec.schedulerName, init containers and overhead, preferred affinity, pod
+    (anti-)affinity, topology spread, ports, volumes, preemption, FailedScheduling Events.
+22. A kubelet stand-in for late registration, off by default. `POST /_peer/kubelet` with
+    {"ready_after": 3.0} (seconds, non-negative; default 3) turns it on or changes it,
+    `DELETE /_peer/kubelet` turns it off, `GET /_peer/kubelet` reads it; all three answer
+    {"enabled": true|false, "ready_after": 3.0, "waiting": W, "made_ready": R}: W nodes
+    still to be made Ready, R made Ready since the peer started. While on, a Node created
+    (POST) with the label karpenter-tui.dev/kwok=true is stored NotReady: its Ready
+    condition (added, or replacing the one sent) has status "False", reason
+    "KubeletNotReady", and the taint {"key": "node.kubernetes.io/not-ready", "effect":
+    "NoSchedule"} is added to spec.taints. `ready_after` seconds (as set when it was
+    created) after its creation a background task, looking every 0.05 s, sets Ready "True"
+    (reason "KubeletReady") and removes the node.kubernetes.io/not-ready taints, as one
+    write (MODIFIED); not if the node has been deleted (or recreated) meanwhile. Nodes
+    created while off are untouched; nodes still waiting when it is turned off stay
+    NotReady until it is turned on again.
 
 Known and left as is: strategic merge patch and server-side apply are treated as
 JSON merge patch (lists replaced, not merged by key); no metadata.generation; no
@@ -132,10 +186,14 @@ import asyncio
 import bisect
 import collections
 import copy
+import decimal
 import itertools
 import datetime
+import json
+import random
 import re
 import sys
+import traceback
 import uuid
 
 import aiohttp.web
@@ -151,7 +209,8 @@ KARPENTER = {
 }
 PODS = kmock.resource('', 'v1', 'pods')
 PDBS = kmock.resource('policy', 'v1', 'poddisruptionbudgets')
-CONTROL = '/_peer/'  # 17-20: the test controls, outside /api and /apis
+NODES = kmock.resource('', 'v1', 'nodes')
+CONTROL = '/_peer/'  # 17-22: the test controls, outside /api and /apis
 REQUEST_LOG_SIZE = 5000  # 20
 # 18: the statuses a fault may have, with the reason the API server gives each.
 FAULT_REASONS = {
@@ -160,6 +219,18 @@ FAULT_REASONS = {
     504: 'Timeout',
 }
 FAULT_METHODS = {'GET', 'POST', 'PUT', 'PATCH', 'DELETE', '*'}
+# 21: resource.Quantity's suffixes (decimal SI and binary) and their multipliers.
+QUANTITY_SUFFIXES = {
+    '': 1, 'm': decimal.Decimal('0.001'), 'k': 10**3, 'M': 10**6, 'G': 10**9, 'T': 10**12,
+    'P': 10**15, 'E': 10**18, 'Ki': 2**10, 'Mi': 2**20, 'Gi': 2**30, 'Ti': 2**40,
+    'Pi': 2**50, 'Ei': 2**60,
+}
+QUANTITY = re.compile(r'([+-]?(?:\d+\.?\d*|\.\d+))(?:[eE]([+-]?\d+)|(' + '|'.join(
+    sorted(filter(None, QUANTITY_SUFFIXES), key=len, reverse=True)) + r'))?')
+KWOK_LABEL = 'karpenter-tui.dev/kwok'  # 22: the nodes the kubelet stand-in registers late
+NOT_READY_TAINT = 'node.kubernetes.io/not-ready'  # 22
+UNSCHEDULABLE_TAINT = 'node.kubernetes.io/unschedulable'  # 21: tolerating it ignores a cordon
+KUBELET_TICK = 0.05  # 22: how often the kubelet stand-in looks for nodes due to be Ready
 
 
 # Gap 5: /api/v1/namespaces, /api/v1/namespaces/NAME and .../NAME/{status,finalize}.
@@ -233,6 +304,180 @@ def _label_selector_matches(selector, labels: dict) -> bool:
         if not ok:
             return False
     return True
+
+
+def _quantity(value) -> decimal.Decimal:
+    """21: a resource.Quantity ("100m", "0.5", "8Gi", "1e3", or a JSON number). One that does
+    not parse is 0: the API server would have refused the object that carries it."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return decimal.Decimal(str(value))
+    m = QUANTITY.fullmatch(str(value).strip()) if isinstance(value, str) else None
+    if m is None:
+        return decimal.Decimal(0)
+    number, exponent, suffix = m.groups()
+    if exponent is not None:
+        return decimal.Decimal(number).scaleb(int(exponent))
+    return decimal.Decimal(number) * QUANTITY_SUFFIXES[suffix or '']
+
+
+def _pod_requests(pod: dict) -> tuple[decimal.Decimal, decimal.Decimal]:
+    """21: the pod's cpu (cores) and memory (bytes) requests, summed over its containers."""
+    cpu = memory = decimal.Decimal(0)
+    for container in (pod.get('spec') or {}).get('containers') or []:
+        requests = (container.get('resources') or {}).get('requests') or {}
+        cpu += _quantity(requests.get('cpu', 0))
+        memory += _quantity(requests.get('memory', 0))
+    return cpu, memory
+
+
+def _is_terminal(pod: dict) -> bool:
+    """21: a Succeeded or Failed pod holds no resources on its node."""
+    return (pod.get('status') or {}).get('phase') in ('Succeeded', 'Failed')
+
+
+def _condition(obj: dict, kind: str):
+    """21, 22: the status.conditions entry of type `kind`, or None."""
+    conditions = (obj.get('status') or {}).get('conditions') or []
+    return next((c for c in conditions if isinstance(c, dict) and c.get('type') == kind), None)
+
+
+def _with_conditions(obj: dict, *changes: dict) -> list:
+    """21, 22: obj's status.conditions with `changes` put in place of those of their types
+    (the others kept, in order). lastTransitionTime moves only when the status does."""
+    conditions = list((obj.get('status') or {}).get('conditions') or [])
+    for change in changes:
+        old = _condition(obj, change['type'])
+        change = {**change, 'lastTransitionTime': _now()}
+        if old is not None and old.get('status') == change['status'] and old.get('lastTransitionTime'):
+            change['lastTransitionTime'] = old['lastTransitionTime']
+        if old is None:
+            conditions.append(change)
+        else:
+            conditions[conditions.index(old)] = change
+    return conditions
+
+
+def _tolerates(toleration: dict, taint: dict) -> bool:
+    """21: Kubernetes' Toleration.ToleratesTaint: an empty effect matches every effect and
+    an empty key every key; Exists ignores the value, Equal (the default) compares it."""
+    if toleration.get('effect') and toleration['effect'] != taint.get('effect'):
+        return False
+    if toleration.get('key') and toleration['key'] != taint.get('key'):
+        return False
+    match toleration.get('operator') or 'Equal':
+        case 'Equal':
+            return (toleration.get('value') or '') == (taint.get('value') or '')
+        case 'Exists':
+            return True
+    return False  # an unknown operator tolerates nothing
+
+
+def _requirement_matches(expr: dict, values_of: dict) -> bool:
+    """21: one NodeSelectorRequirement against a node's labels (or its fields)."""
+    key, op, values = expr.get('key'), expr.get('operator'), expr.get('values') or []
+    present = key in values_of
+    if op in ('Gt', 'Lt'):  # one integer value, compared with an integer label
+        try:
+            have, want = int(values_of[key]), int(values[0])
+        except (KeyError, IndexError, TypeError, ValueError):
+            return False
+        return have > want if op == 'Gt' else have < want
+    return {
+        'In': present and values_of[key] in values,
+        'NotIn': not present or values_of[key] not in values,
+        'Exists': present,
+        'DoesNotExist': not present,
+    }.get(op, False)  # an unknown operator matches nothing
+
+
+def _node_affinity_matches(pod: dict, node: dict) -> bool:
+    """21: spec.nodeSelector (every label) and the required node affinity's
+    nodeSelectorTerms (ORed; a term ANDs its matchExpressions and matchFields, and an
+    empty term matches nothing), as the NodeAffinity filter does."""
+    spec, meta = pod.get('spec') or {}, node.get('metadata') or {}
+    labels = meta.get('labels') or {}
+    if any(labels.get(k) != v for k, v in (spec.get('nodeSelector') or {}).items()):
+        return False
+    required = (((spec.get('affinity') or {}).get('nodeAffinity') or {})
+                .get('requiredDuringSchedulingIgnoredDuringExecution'))
+    if required is None:
+        return True
+    fields = {'metadata.name': meta.get('name')}
+    for term in required.get('nodeSelectorTerms') or []:
+        exprs, field_exprs = term.get('matchExpressions') or [], term.get('matchFields') or []
+        if (exprs or field_exprs) and all(_requirement_matches(e, labels) for e in exprs) and all(
+                _requirement_matches(e, fields) for e in field_exprs):
+            return True
+    return False
+
+
+def _node_is_ready(node: dict) -> bool:
+    ready = _condition(node, 'Ready')
+    return ready is not None and ready.get('status') == 'True'
+
+
+@attrs.define
+class NodeUse:
+    """21: what a node offers (status.allocatable) and what its pods request of it."""
+    cpu: decimal.Decimal
+    memory: decimal.Decimal
+    pods: decimal.Decimal
+    used_cpu: decimal.Decimal = decimal.Decimal(0)
+    used_memory: decimal.Decimal = decimal.Decimal(0)
+    used_pods: int = 0
+
+    @classmethod
+    def of(cls, node: dict) -> 'NodeUse':
+        allocatable = (node.get('status') or {}).get('allocatable') or {}
+        return cls(*(_quantity(allocatable.get(r, 0)) for r in ('cpu', 'memory', 'pods')))
+
+    def add(self, cpu: decimal.Decimal, memory: decimal.Decimal) -> None:
+        self.used_cpu += cpu
+        self.used_memory += memory
+        self.used_pods += 1
+
+    def misfits(self, cpu: decimal.Decimal, memory: decimal.Decimal) -> list[str]:
+        """The NodeResourcesFit filter's reasons; a resource not requested is not checked."""
+        reasons = ['Too many pods'] if self.used_pods + 1 > self.pods else []
+        if cpu > 0 and cpu > self.cpu - self.used_cpu:
+            reasons.append('Insufficient cpu')
+        if memory > 0 and memory > self.memory - self.used_memory:
+            reasons.append('Insufficient memory')
+        return reasons
+
+    def cpu_fraction(self, cpu: decimal.Decimal) -> decimal.Decimal:
+        """The share of the node's cpu requested once the pod is on it (no cpu: full)."""
+        return (self.used_cpu + cpu) / self.cpu if self.cpu > 0 else decimal.Decimal(1)
+
+
+def _node_misfits(pod: dict, node: dict, use: NodeUse) -> list[str]:
+    """21: why the scheduler stand-in will not put `pod` on `node` ([]: it fits). Like the
+    real scheduler's filters, in their order, the first that fails gives the reasons."""
+    meta, spec = node.get('metadata') or {}, node.get('spec') or {}
+    tolerations = [t for t in (pod.get('spec') or {}).get('tolerations') or [] if isinstance(t, dict)]
+    if meta.get('deletionTimestamp'):
+        return ['node(s) were being deleted']
+    if not _node_is_ready(node):
+        return ['node(s) were not ready']
+    cordon = {'key': UNSCHEDULABLE_TAINT, 'effect': 'NoSchedule'}
+    if spec.get('unschedulable') is True and not any(_tolerates(t, cordon) for t in tolerations):
+        return ['node(s) were unschedulable']
+    for taint in spec.get('taints') or []:
+        if taint.get('effect') in ('NoSchedule', 'NoExecute') and not any(
+                _tolerates(t, taint) for t in tolerations):
+            return [f'node(s) had untolerated taint {{{taint.get("key")}: {taint.get("value") or ""}}}']
+    if not _node_affinity_matches(pod, node):
+        return ["node(s) didn't match Pod's node affinity/selector"]
+    return use.misfits(*_pod_requests(pod))
+
+
+def _unschedulable_message(nodes: int, reasons: list[str]) -> str:
+    """21: the scheduler's FitError text: each reason with the number of nodes that gave
+    it, sorted as strings ("1 Insufficient cpu, 2 node(s) were not ready")."""
+    if nodes == 0:
+        return 'no nodes available to schedule pods'
+    counted = sorted(f'{n} {reason}' for reason, n in collections.Counter(reasons).items())
+    return f'0/{nodes} nodes are available: {", ".join(counted)}.'
 
 
 def _merge_diff(old: dict, new: dict) -> dict:
@@ -333,6 +578,168 @@ class Fault:
         return {**attrs.asdict(self), 'remaining': self.remaining}
 
 
+def _settings(body, defaults: dict) -> dict:
+    """21, 22: a stand-in's control body: a JSON object with some of `defaults`' fields,
+    each a non-negative number (seconds); the fields left out take their defaults."""
+    if not isinstance(body, dict):
+        raise ValueError('the body must be a JSON object')
+    unknown = set(body) - set(defaults)
+    if unknown:
+        raise ValueError(f'unknown fields {sorted(unknown)}')
+    settings = {**defaults, **body}
+    for field, value in settings.items():
+        if (not isinstance(value, (int, float)) or isinstance(value, bool)
+                or not 0 <= value < float('inf')):  # NaN fails the comparison too
+            raise ValueError(f'{field} must be a non-negative number of seconds')
+    return {field: float(value) for field, value in settings.items()}
+
+
+def _unscheduled(pod: dict) -> bool:
+    """21: a pod the scheduler is to place: no node, not being deleted, Pending (or no
+    phase yet)."""
+    return (not (pod.get('spec') or {}).get('nodeName')
+            and not (pod.get('metadata') or {}).get('deletionTimestamp')
+            and (pod.get('status') or {}).get('phase') in (None, '', 'Pending'))
+
+
+def _marked_unschedulable(pod: dict) -> bool:
+    scheduled = _condition(pod, 'PodScheduled')
+    return (scheduled is not None and scheduled.get('status') == 'False'
+            and scheduled.get('reason') == 'Unschedulable')
+
+
+def _binding(pod: dict, node: str) -> dict:
+    """21: the merge patch that binds a pod (and, with no kubelet, starts it at once)."""
+    conditions = _with_conditions(pod, {'type': 'PodScheduled', 'status': 'True'},
+                                  {'type': 'Ready', 'status': 'True'})
+    return {'spec': {'nodeName': node}, 'status': {'phase': 'Running', 'conditions': conditions}}
+
+
+@attrs.define
+class Scheduler:
+    """21: the kube-scheduler stand-in: its settings, and what it remembers of the pods it
+    has looked at, keyed by (namespace, name, uid) so that a recreated pod starts afresh."""
+    enabled: bool = False
+    min_delay: float = 2.0
+    max_delay: float = 4.0
+    interval: float = 0.2
+    bound: int = 0
+    unschedulable_marked: int = 0
+    due: dict = attrs.field(factory=dict)  # pod -> when it may be bound (first seen + delay)
+    marked: set = attrs.field(factory=set)  # pods found unschedulable (marked or found so)
+    task: asyncio.Task | None = None
+
+    def configure(self, body) -> None:
+        settings = _settings(body, {'min_delay': 2.0, 'max_delay': 4.0, 'interval': 0.2})
+        if settings['min_delay'] > settings['max_delay']:
+            raise ValueError('min_delay must not be more than max_delay')
+        if settings['interval'] <= 0:
+            raise ValueError('interval must be more than 0')
+        for field, value in settings.items():
+            setattr(self, field, value)
+
+    def forget(self) -> None:
+        """Turned off: delays are drawn again, and marks given again, once turned on."""
+        self.due.clear()
+        self.marked.clear()
+
+    def to_json(self) -> dict:
+        return {'enabled': self.enabled, 'min_delay': self.min_delay, 'max_delay': self.max_delay,
+                'interval': self.interval, 'bound': self.bound,
+                'unschedulable_marked': self.unschedulable_marked}
+
+    def plan(self, nodes: list[dict], pods: list[dict], now: float) -> list[tuple[int, dict]]:
+        """One pass over the store: the writes to make, as (index in `pods`, merge patch).
+        A pod bound in this pass uses its node's room before the next pod is looked at."""
+        uses = {node['metadata']['name']: NodeUse.of(node) for node in nodes}
+        for pod in pods:
+            on = (pod.get('spec') or {}).get('nodeName')
+            if on in uses and not _is_terminal(pod):
+                uses[on].add(*_pod_requests(pod))
+        writes, looked_at = [], set()
+        for index, pod in enumerate(pods):
+            if not _unscheduled(pod):
+                continue
+            meta = pod['metadata']
+            key = (meta.get('namespace'), meta.get('name'), meta.get('uid'))
+            looked_at.add(key)
+            fitting, reasons = [], []
+            for node in nodes:
+                name = node['metadata']['name']
+                if why := _node_misfits(pod, node, uses[name]):
+                    reasons += why
+                else:
+                    fitting.append(name)
+            if fitting:
+                due = self.due.setdefault(key, now + random.uniform(self.min_delay, self.max_delay))
+                if now >= due:  # still bindable once its delay is over
+                    cpu, memory = _pod_requests(pod)
+                    name = min(fitting, key=lambda n: (uses[n].cpu_fraction(cpu), n))
+                    uses[name].add(cpu, memory)
+                    writes.append((index, _binding(pod, name)))
+                    self.bound += 1
+            elif key not in self.marked:
+                self.marked.add(key)
+                if not _marked_unschedulable(pod):
+                    message = _unschedulable_message(len(nodes), reasons)
+                    conditions = _with_conditions(pod, {
+                        'type': 'PodScheduled', 'status': 'False', 'reason': 'Unschedulable',
+                        'message': message})
+                    writes.append((index, {'status': {'conditions': conditions}}))
+                    self.unschedulable_marked += 1
+        # Bound, deleted or otherwise gone from the queue: nothing more to remember.
+        self.due = {k: v for k, v in self.due.items() if k in looked_at}
+        self.marked &= looked_at
+        return writes
+
+
+def _registered_not_ready(node: dict) -> None:
+    """22: a kwok node as its kubelet registers it: NotReady and tainted so (in place)."""
+    if not isinstance(node.get('status'), dict):
+        node['status'] = {}
+    if not isinstance(node.get('spec'), dict):
+        node['spec'] = {}
+    node['status']['conditions'] = _with_conditions(node, {
+        'type': 'Ready', 'status': 'False', 'reason': 'KubeletNotReady',
+        'message': 'container runtime network not ready: NetworkReady=false '
+                   'reason:NetworkPluginNotReady message:Network plugin returns error: '
+                   'cni plugin not initialized',
+        'lastHeartbeatTime': _now()})
+    taints = [t for t in node['spec'].get('taints') or []
+              if not (t.get('key') == NOT_READY_TAINT and t.get('effect') == 'NoSchedule')]
+    node['spec']['taints'] = taints + [{'key': NOT_READY_TAINT, 'effect': 'NoSchedule'}]
+
+
+def _ready_patch(node: dict) -> dict:
+    """22: the merge patch that makes a node Ready and lifts its not-ready taints."""
+    patch = {'status': {'conditions': _with_conditions(node, {
+        'type': 'Ready', 'status': 'True', 'reason': 'KubeletReady',
+        'message': 'kubelet is posting ready status', 'lastHeartbeatTime': _now()})}}
+    taints = (node.get('spec') or {}).get('taints') or []
+    kept = [t for t in taints if t.get('key') != NOT_READY_TAINT]
+    if kept != taints:
+        patch['spec'] = {'taints': kept or None}  # None drops the field, as the API omits []
+    return patch
+
+
+@attrs.define
+class Kubelet:
+    """22: the kubelet stand-in: its setting, and the kwok nodes still to be made Ready."""
+    enabled: bool = False
+    ready_after: float = 3.0
+    made_ready: int = 0
+    waiting: dict = attrs.field(factory=dict)  # node name -> (its uid, when it is to be Ready)
+    task: asyncio.Task | None = None
+    interval = KUBELET_TICK  # not a setting (no annotation: a class attribute, not a field)
+
+    def configure(self, body) -> None:
+        self.ready_after = _settings(body, {'ready_after': 3.0})['ready_after']
+
+    def to_json(self) -> dict:
+        return {'enabled': self.enabled, 'ready_after': self.ready_after,
+                'waiting': len(self.waiting), 'made_ready': self.made_ready}
+
+
 class Journal:
     """Gap 1, 4 and 17: stands in for kmock's `_buses` (resource -> Bus).
 
@@ -408,6 +815,8 @@ class Apiserver(kmock.KubernetesEmulator):
         self.fault_ids = itertools.count(1)  # 18: never reused, even after DELETE
         self.open_watches: set[asyncio.Transport] = set()  # 19: their connections
         self.request_log = collections.deque(maxlen=REQUEST_LOG_SIZE)  # 20
+        self.scheduler = Scheduler()  # 21
+        self.kubelet = Kubelet()  # 22
 
     def _gv(self, resource) -> str:
         return f'{resource.group}/{resource.version}'.lstrip('/')
@@ -448,7 +857,7 @@ class Apiserver(kmock.KubernetesEmulator):
         return response
 
     async def _control(self, raw: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
-        """17-20: the test controls. Errors are {"error": ...}, 400 or 404."""
+        """17-22: the test controls. Errors are {"error": ...}, 400 or 404."""
         try:
             match raw.method, raw.path.removeprefix(CONTROL):
                 case 'POST', 'faults':
@@ -470,6 +879,25 @@ class Apiserver(kmock.KubernetesEmulator):
                     cleared = len(self.request_log)
                     self.request_log.clear()
                     return aiohttp.web.json_response({'cleared': cleared})
+                case 'POST', 'scheduler':
+                    self.scheduler.configure(await self._control_body(raw))
+                    self._switch(self.scheduler, self._schedule_pass, True)
+                    return aiohttp.web.json_response(self.scheduler.to_json())
+                case 'DELETE', 'scheduler':
+                    self._switch(self.scheduler, self._schedule_pass, False)
+                    self.scheduler.forget()
+                    return aiohttp.web.json_response(self.scheduler.to_json())
+                case 'GET', 'scheduler':
+                    return aiohttp.web.json_response(self.scheduler.to_json())
+                case 'POST', 'kubelet':
+                    self.kubelet.configure(await self._control_body(raw))
+                    self._switch(self.kubelet, self._kubelet_pass, True)
+                    return aiohttp.web.json_response(self.kubelet.to_json())
+                case 'DELETE', 'kubelet':
+                    self._switch(self.kubelet, self._kubelet_pass, False)
+                    return aiohttp.web.json_response(self.kubelet.to_json())
+                case 'GET', 'kubelet':
+                    return aiohttp.web.json_response(self.kubelet.to_json())
         except ValueError as e:  # includes a body that is not JSON
             return aiohttp.web.json_response({'error': str(e)}, status=400)
         return aiohttp.web.json_response(
@@ -479,6 +907,69 @@ class Apiserver(kmock.KubernetesEmulator):
         return {'remaining': sum(f.remaining for f in self.faults),
                 'served': self.faults_served,
                 'faults': [f.to_json() for f in self.faults]}
+
+    @staticmethod
+    async def _control_body(raw: aiohttp.web.BaseRequest):
+        """21, 22: the body as JSON; an empty one (`curl -X POST`) is {}, all defaults."""
+        text = await raw.text()
+        return json.loads(text) if text.strip() else {}
+
+    def _switch(self, standin, one_pass, on: bool) -> None:
+        """21, 22: turns a stand-in on (starting its background task once) or off
+        (cancelling it: it waits on the lock or sleeps then, never halfway through a pass)."""
+        standin.enabled = on
+        if on and (standin.task is None or standin.task.done()):
+            standin.task = asyncio.create_task(self._run_standin(standin, one_pass))
+        elif not on and standin.task is not None:
+            standin.task.cancel()
+            standin.task = None
+
+    @staticmethod
+    async def _run_standin(standin, one_pass) -> None:
+        """21, 22: a pass, then a pause, until cancelled. A pass that fails is printed
+        (stderr is the peer's log) and the next one tried: one odd object must not stop it."""
+        while True:
+            try:
+                await one_pass()
+            except Exception:
+                traceback.print_exc()
+            await asyncio.sleep(standin.interval)
+
+    async def _patch_locked(self, resource, obj, patch: dict) -> None:
+        """21, 22: a merge patch as kmock's _handle applies a PATCH (lock held): a new
+        version, a resourceVersion and a MODIFIED event from the journal."""
+        obj.patch(patch)
+        await self._buses[resource].put({'type': 'MODIFIED', 'object': obj.raw})
+
+    async def _schedule_pass(self) -> None:
+        """21: one scheduling pass, the store read and written under one hold of the lock,
+        so that no request sees half of it and none changes the store beneath it."""
+        now = asyncio.get_running_loop().time()
+        async with self._lock:
+            nodes = [obj.raw for (res, _, _), obj in self.objects.items()
+                     if res == NODES and not obj.deleted]
+            pods = [obj for (res, _, _), obj in self.objects.items()
+                    if res == PODS and not obj.deleted]
+            for index, patch in self.scheduler.plan(nodes, [obj.raw for obj in pods], now):
+                await self._patch_locked(PODS, pods[index], patch)
+
+    async def _kubelet_pass(self) -> None:
+        """22: makes Ready the kwok nodes whose time has come, unless they are gone (or
+        were recreated: another uid) meanwhile."""
+        waiting = self.kubelet.waiting
+        if not any(at <= asyncio.get_running_loop().time() for _, at in waiting.values()):
+            return  # the usual case: no need to take the lock
+        async with self._lock:
+            now = asyncio.get_running_loop().time()
+            for name in [n for n, (_, at) in waiting.items() if at <= now]:
+                uid, _ = waiting.pop(name)
+                key = (NODES, None, name)
+                if key not in self.objects or self.objects[key].deleted:
+                    continue
+                obj = self.objects[key]
+                if obj.raw['metadata'].get('uid') == uid:
+                    await self._patch_locked(NODES, obj, _ready_patch(obj.raw))
+                    self.kubelet.made_ready += 1
 
     def _drop_watches(self) -> int:
         """19: aborts every open watch's connection; the watches then end (see
@@ -527,7 +1018,17 @@ class Apiserver(kmock.KubernetesEmulator):
             self._check_version(stored, data)
             if request.subresource == 'status':  # 9
                 request = self._rewrite(request, data={k: data[k] for k in ('status',) if k in data})
-        return await super()._handle(request)
+        late = (request.action == enums.action.CREATE and res == NODES and self.kubelet.enabled
+                and ((data.get('metadata') or {}).get('labels') or {}).get(KWOK_LABEL) == 'true')
+        if late:  # 22: stored NotReady; the kubelet stand-in makes it Ready later
+            _registered_not_ready(data)
+        response = await super()._handle(request)
+        if late and response.status < 400:  # not when it already existed (409)
+            name = data['metadata']['name']
+            uid = self.objects[NODES, None, name].raw['metadata'].get('uid')
+            ready_at = asyncio.get_running_loop().time() + self.kubelet.ready_after
+            self.kubelet.waiting[name] = (uid, ready_at)
+        return response
 
     async def _evict(self, request):
         """15: the eviction subresource (the API server's EvictionREST.Create)."""

@@ -148,6 +148,33 @@ impl KubePeer {
         self.control("POST", "faults", Some(&fault));
     }
 
+    /// Turns on the peer's kube-scheduler stand-in (kmock_server.py item 21): pending pods
+    /// are bound to Ready nodes they fit, `min`..`max` seconds after they could be, and
+    /// those that fit nowhere are marked Unschedulable.
+    #[allow(dead_code)]
+    pub fn start_scheduler(&self, min_delay: f64, max_delay: f64) {
+        let settings = json!({"min_delay": min_delay, "max_delay": max_delay, "interval": 0.2});
+        let answer = self.control("POST", "scheduler", Some(&settings));
+        assert_eq!(answer["enabled"], true, "{answer}");
+    }
+
+    /// Turns on the peer's kubelet stand-in (item 22): a KWOK Node registers NotReady,
+    /// tainted `node.kubernetes.io/not-ready`, and turns Ready `ready_after` seconds later.
+    #[allow(dead_code)]
+    pub fn start_kubelet(&self, ready_after: f64) {
+        let settings = json!({"ready_after": ready_after});
+        let answer = self.control("POST", "kubelet", Some(&settings));
+        assert_eq!(answer["enabled"], true, "{answer}");
+    }
+
+    /// Pods the scheduler stand-in has bound since the peer started.
+    #[allow(dead_code)]
+    pub fn pods_bound(&self) -> u64 {
+        self.control("GET", "scheduler", None)["bound"]
+            .as_u64()
+            .expect("bound in the scheduler's answer")
+    }
+
     /// How many requests injected faults have answered since the peer started.
     #[allow(dead_code)]
     pub fn faults_served(&self) -> u64 {

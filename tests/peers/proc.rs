@@ -7,6 +7,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_karpenter-tui");
+
+/// The binary the tests run: this build's, or another named by `$KARPENTER_TUI_BIN`
+/// (to check that a test fails against a build without a fix).
+fn binary() -> String {
+    std::env::var("KARPENTER_TUI_BIN").unwrap_or_else(|_| BIN.to_string())
+}
 /// Bounds every wait; nothing asserts on elapsed time.
 const PATIENCE: Duration = Duration::from_secs(60);
 
@@ -26,7 +32,7 @@ impl Proc {
 
     /// Starts the binary with extra environment variables.
     pub fn start_with(args: &[&str], env: &[(String, String)]) -> Proc {
-        let mut child = Command::new(BIN)
+        let mut child = Command::new(binary())
             .args(args)
             .env("KARPENTER_TUI_LOG", "info")
             .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
@@ -81,6 +87,12 @@ impl Proc {
             );
             std::thread::sleep(Duration::from_millis(100));
         }
+    }
+
+    /// SIGKILL: the process dies at once, as a crashed or evicted controller does.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 
     /// SIGTERM, then the exit code.

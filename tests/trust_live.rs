@@ -1,0 +1,379 @@
+//! Decisions an operator can trust, on a real HTTP Kubernetes API (the kmock peer on
+//! 127.0.0.1) with its kube-scheduler and kubelet stand-ins: pods are bound seconds after
+//! a node can take them, and Nodes register NotReady and turn Ready later, as on a live
+//! cluster. Each case was seen there:
+//!
+//! - a new node deleted as Empty seconds after it registered while pods were nominated to
+//!   it; a NodeClaim launched twice; two Nodes carrying one NodeClaim;
+//! - after SIGKILL of the leader mid-replace, the standby refused the operator's approval
+//!   and left the replacement to be deleted as Empty.
+//!
+//! `KARPENTER_TUI_BIN=/path/to/other/build cargo test --test trust_live` runs the same
+//! cases against another build.
+
+#[path = "peers/kube_peer.rs"]
+mod kube_peer;
+#[path = "peers/proc.rs"]
+mod proc;
+#[path = "peers/recorder.rs"]
+mod recorder;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use kube_peer::KubePeer;
+use proc::Proc;
+use recorder::{Recorder, Seen};
+use serde_json::Value;
+
+/// Bounds every wait; nothing asserts on elapsed time.
+const PATIENCE: Duration = Duration::from_secs(90);
+
+fn nodepool(instance_types: &str, disruption: &str) -> String {
+    format!(
+        r#"apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: default
+spec:
+  template:
+    spec:
+      nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}
+      requirements:
+      - {{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}}
+      - {{key: node.kubernetes.io/instance-type, operator: In, values: [{instance_types}]}}
+      expireAfter: Never
+  disruption:
+{disruption}
+"#
+    )
+}
+
+fn pending_pod(name: &str, cpu: &str) -> String {
+    format!(
+        r#"apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, namespace: default, labels: {{app: web}}}}
+spec:
+  containers:
+  - name: main
+    image: nginx
+    resources: {{requests: {{cpu: "{cpu}", memory: 512Mi}}}}
+status:
+  phase: Pending
+  conditions:
+  - {{type: PodScheduled, status: "False", reason: Unschedulable, message: "0/0 nodes are available"}}
+"#
+    )
+}
+
+fn items(peer: &KubePeer, args: &[&str]) -> Vec<Value> {
+    peer.get_json(args)["items"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+fn eventually<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = probe() {
+            return v;
+        }
+        assert!(start.elapsed() < PATIENCE, "waited {PATIENCE:?} for {what}");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+/// A headless controller on the peer with short lease timings.
+fn controller(kubeconfig: &str, extra: &[&str]) -> Proc {
+    let mut args = vec![
+        "controller",
+        "--kubeconfig",
+        kubeconfig,
+        "--namespace",
+        "default",
+        "--metrics-addr",
+        "127.0.0.1:0",
+        "--lease",
+        "3,2,0.5",
+    ];
+    args.extend(extra);
+    Proc::start(&args)
+}
+
+fn leads(p: &Proc) -> bool {
+    p.stderr()
+        .lines()
+        .any(|l| l.starts_with("karpenter-tui: ") && l.ends_with(" leads"))
+}
+
+/// NodeClaim name -> every provider id it was seen with.
+fn provider_ids(seen: &[Seen]) -> BTreeMap<String, BTreeSet<String>> {
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for s in seen.iter().filter(|s| s.kind == "NodeClaim") {
+        if let Some(p) = s.object["status"]["providerID"].as_str() {
+            out.entry(s.name().to_string())
+                .or_default()
+                .insert(p.to_string());
+        }
+    }
+    out
+}
+
+/// NodeClaim name -> every Node that carried it (the KWOK cloud's annotation).
+fn nodes_of_claims(seen: &[Seen]) -> BTreeMap<String, BTreeSet<String>> {
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for s in seen.iter().filter(|s| s.kind == "Node") {
+        if let Some(c) = s.object["metadata"]["annotations"]["karpenter-tui.dev/nodeclaim"].as_str()
+        {
+            out.entry(c.to_string())
+                .or_default()
+                .insert(s.name().to_string());
+        }
+    }
+    out
+}
+
+/// Pods arrive in four batches 15 s apart, each filling one m5.large exactly; nodes
+/// register NotReady and turn Ready a second later; the kube-scheduler binds 4-8 s after
+/// a pod could go. Nothing may be deleted: every node is full and every pod lands. Seen: a
+/// node deleted as Empty 1.8-9 s after it registered while pods were nominated to it
+/// (5 times in 50 s), a NodeClaim launched again ("provisioning (retry)"), two Nodes
+/// carrying one NodeClaim.
+#[test]
+fn no_node_is_deleted_while_pods_are_on_their_way_and_each_nodeclaim_launches_once() {
+    let peer = KubePeer::start();
+    let kubeconfig = peer.kubeconfig_path().display().to_string();
+    peer.start_scheduler(4.0, 8.0);
+    peer.start_kubelet(1.0);
+    peer.kubectl(
+        &["apply", "-f", "-"],
+        &nodepool(
+            "m5.large",
+            "    consolidationPolicy: WhenEmptyOrUnderutilized\n    consolidateAfter: 0s",
+        ),
+    );
+    let recorder = Recorder::start(peer.kubeconfig_path());
+    let mut run = controller(&kubeconfig, &[]);
+    eventually("the controller leads", || leads(&run).then_some(()));
+    const BATCHES: usize = 4;
+    for batch in 0..BATCHES {
+        if batch > 0 {
+            std::thread::sleep(Duration::from_secs(15));
+        }
+        for i in 0..3 {
+            peer.kubectl(
+                &["create", "-f", "-"],
+                &pending_pod(&format!("web-{batch}-{i}"), "500m"),
+            );
+        }
+    }
+    eventually("every pod bound", || {
+        (peer.pods_bound() >= 3 * BATCHES as u64).then_some(())
+    });
+    // Until a minute after the last batch: nothing may go.
+    let minute = Instant::now() + Duration::from_secs(30);
+    if let Some(left) = minute.checked_duration_since(Instant::now()) {
+        std::thread::sleep(left);
+    }
+    let seen = recorder.seen();
+    let deleted: Vec<String> = seen
+        .iter()
+        .filter(|s| s.kind == "NodeClaim" || s.kind == "Node")
+        .filter(|s| s.deleted || !s.object["metadata"]["deletionTimestamp"].is_null())
+        .map(|s| format!("{} {}", s.kind, s.name()))
+        .collect();
+    assert_eq!(
+        deleted,
+        Vec::<String>::new(),
+        "nothing deleted in the first minute; controller log:\n{}",
+        run.stderr()
+    );
+    for (claim, ids) in provider_ids(&seen) {
+        assert_eq!(ids.len(), 1, "NodeClaim {claim} launched as {ids:?}");
+    }
+    let nodes = nodes_of_claims(&seen);
+    for (claim, n) in &nodes {
+        assert_eq!(n.len(), 1, "NodeClaim {claim} carried by Nodes {n:?}");
+    }
+    assert_eq!(nodes.len(), BATCHES, "one full node per batch: {nodes:?}");
+    assert!(
+        !run.stdout().contains("retry") && !run.stderr().contains("provisioning (retry)"),
+        "{}",
+        run.stderr()
+    );
+    assert_eq!(run.terminate(), Some(0), "{}", run.stderr());
+}
+
+/// A launched, registered NodeClaim of the KWOK cloud with one pod bound to it.
+fn busy_node(claim: &str, node: &str) -> String {
+    let provider = format!("kwok:///us-east-1a/{node}");
+    format!(
+        r#"apiVersion: karpenter.sh/v1
+kind: NodeClaim
+metadata:
+  name: {claim}
+  labels:
+    karpenter.sh/nodepool: default
+    node.kubernetes.io/instance-type: m5.large
+    topology.kubernetes.io/zone: us-east-1a
+    karpenter.sh/capacity-type: on-demand
+  finalizers: [karpenter.sh/termination]
+spec:
+  nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}
+  requirements:
+  - {{key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}}
+status:
+  providerID: {provider}
+  nodeName: {node}
+  allocatable: {{cpu: 1930m, memory: 7244Mi, pods: "29"}}
+  conditions:
+  - {{type: Launched, status: "True", reason: Launched, lastTransitionTime: "2026-01-01T00:00:00Z"}}
+  - {{type: Registered, status: "True", reason: Registered, lastTransitionTime: "2026-01-01T00:00:00Z"}}
+  - {{type: Initialized, status: "True", reason: Initialized, lastTransitionTime: "2026-01-01T00:00:00Z"}}
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: {node}
+  labels:
+    karpenter.sh/nodepool: default
+    karpenter.sh/initialized: "true"
+    karpenter.sh/registered: "true"
+    node.kubernetes.io/instance-type: m5.large
+    topology.kubernetes.io/zone: us-east-1a
+    karpenter.sh/capacity-type: on-demand
+    kubernetes.io/hostname: {node}
+    karpenter-tui.dev/kwok: "true"
+  annotations:
+    karpenter-tui.dev/nodeclaim: {claim}
+    karpenter-tui.dev/price: "0.096"
+spec:
+  providerID: {provider}
+status:
+  capacity: {{cpu: "2", memory: 7944Mi, pods: "29"}}
+  allocatable: {{cpu: 1930m, memory: 7244Mi, pods: "29"}}
+  conditions:
+  - {{type: Ready, status: "True", reason: KubeletReady, lastTransitionTime: "2026-01-01T00:00:00Z"}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: app-0, namespace: default, labels: {{app: app}}}}
+spec:
+  nodeName: {node}
+  containers:
+  - name: main
+    image: nginx
+    resources: {{requests: {{cpu: "1", memory: 1Gi}}}}
+status:
+  phase: Running
+  conditions:
+  - {{type: PodScheduled, status: "True"}}
+  - {{type: Ready, status: "True"}}
+"#
+    )
+}
+
+/// Two controller replicas, every decision manual. A node drifts; the operator approves
+/// the drift with an annotation, and the leader is killed (SIGKILL) right after. The
+/// standby must carry the approval out, once: one replacement, the drifted node gone, no
+/// refusal, and the replacement kept. Seen: the standby refused the approval ("no pending
+/// decision #23"), launched the replacement, then deleted it as Empty.
+#[test]
+fn an_approval_recorded_before_the_leader_is_killed_is_carried_out_once() {
+    let peer = KubePeer::start();
+    let kubeconfig = peer.kubeconfig_path().display().to_string();
+    peer.start_scheduler(0.5, 1.0);
+    let disruption = "    consolidationPolicy: WhenEmpty\n    consolidateAfter: Never\n    budgets: [{nodes: \"100%\"}]";
+    peer.kubectl(
+        &["apply", "-f", "-"],
+        &nodepool("m5.large, m5.xlarge", disruption),
+    );
+    peer.kubectl(
+        &["create", "-f", "-"],
+        &busy_node("default-aaaaa", "ip-10-0-0-1.kwok.internal"),
+    );
+    let recorder = Recorder::start(peer.kubeconfig_path());
+    let mut a = controller(&kubeconfig, &["--approve", "manual"]);
+    let mut b = controller(&kubeconfig, &["--approve", "manual"]);
+    eventually("a leader", || (leads(&a) || leads(&b)).then_some(()));
+    let a_leads = leads(&a);
+
+    // The pool no longer allows m5.large: the node has drifted.
+    peer.kubectl(&["apply", "-f", "-"], &nodepool("m5.xlarge", disruption));
+    let id = eventually("the drift decision recorded on the NodeClaim", || {
+        items(&peer, &["get", "nodeclaims"])
+            .into_iter()
+            .find_map(|c| {
+                (c["metadata"]["name"] == "default-aaaaa")
+                    .then(|| {
+                        c["metadata"]["annotations"]["karpenter-tui.dev/decision"]
+                            .as_str()
+                            .map(str::to_string)
+                    })
+                    .flatten()
+            })
+    });
+    peer.kubectl(
+        &[
+            "annotate",
+            "nodeclaim",
+            "default-aaaaa",
+            &format!("karpenter-tui.dev/approve={id}"),
+            "karpenter-tui.dev/actor=alice",
+        ],
+        "",
+    );
+    let (leader, standby) = if a_leads {
+        (&mut a, &mut b)
+    } else {
+        (&mut b, &mut a)
+    };
+    leader.kill();
+    eventually("the standby leads", || leads(standby).then_some(()));
+
+    let replacement = format!("default-replacement-{id}-0");
+    eventually("the drifted NodeClaim replaced and gone", || {
+        let claims = items(&peer, &["get", "nodeclaims"]);
+        let old = claims
+            .iter()
+            .any(|c| c["metadata"]["name"] == "default-aaaaa");
+        let new = claims.iter().any(|c| {
+            c["metadata"]["name"] == replacement.as_str() && c["status"]["providerID"].is_string()
+        });
+        (!old && new).then_some(())
+    });
+    // The replacement stays: nothing deletes it afterwards.
+    std::thread::sleep(Duration::from_secs(15));
+    let seen = recorder.seen();
+    let claims: BTreeSet<String> = seen
+        .iter()
+        .filter(|s| s.kind == "NodeClaim" && s.name() != "default-aaaaa")
+        .map(|s| s.name().to_string())
+        .collect();
+    assert_eq!(
+        claims,
+        BTreeSet::from([replacement.clone()]),
+        "exactly one replacement; standby log:\n{}",
+        standby.stderr()
+    );
+    let gone: Vec<&Seen> = seen
+        .iter()
+        .filter(|s| s.kind == "NodeClaim" && s.name() == replacement)
+        .filter(|s| s.deleted || !s.object["metadata"]["deletionTimestamp"].is_null())
+        .collect();
+    assert!(gone.is_empty(), "the replacement was deleted: {gone:?}");
+    let events = items(&peer, &["get", "events.v1.events.k8s.io", "-A"]);
+    let refused: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["reason"] == "DisruptionRequestRefused")
+        .collect();
+    assert!(refused.is_empty(), "{refused:?}");
+    assert!(
+        events.iter().any(|e| e["reason"] == "DisruptionApproved"
+            && e["note"].as_str().is_some_and(|n| n.contains("alice"))),
+        "the approval is recorded with its actor"
+    );
+    assert_eq!(standby.terminate(), Some(0), "{}", standby.stderr());
+}
