@@ -313,3 +313,104 @@ async fn run_with_the_aws_cloud_resolves_the_nodeclass_launches_around_ice_and_c
     );
     assert_eq!(run.terminate(), Some(0), "stderr:\n{}", run.stderr());
 }
+
+/// The Node a kubelet registers on AWS: the instance's provider id and name, Ready, and
+/// only the labels nodeadm passes before Karpenter's registration adds the rest.
+fn joined_node(name: &str, provider_id: &str) -> String {
+    format!(
+        r#"apiVersion: v1
+kind: Node
+metadata:
+  name: {name}
+  labels: {{karpenter.sh/nodepool: default}}
+spec:
+  providerID: {provider_id}
+status:
+  capacity: {{cpu: "4", memory: 16Gi, pods: "58"}}
+  allocatable: {{cpu: 3920m, memory: 15Gi, pods: "58"}}
+  conditions:
+  - {{type: Ready, status: "True", reason: KubeletReady, lastTransitionTime: "2026-01-01T00:00:00Z"}}
+"#
+    )
+}
+
+/// An instance that joins more than `consolidateAfter` after its NodeClaim was created,
+/// with only the pool's label on its Node, is neither drifted nor deleted: consolidation
+/// counts from initialization, and requirements drift reads the NodeClaim's labels. Seen:
+/// the instance was terminated 2.4 s after joining, inside `consolidateAfter: 30s`, and
+/// every registered node read RequirementsDrifted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instance_that_joins_late_is_neither_drifted_nor_deleted_inside_consolidate_after() {
+    let moto = MotoPeer::start();
+    aws_setup(&moto).await;
+    let kube = KubePeer::start();
+    let manifests = MANIFESTS.replace(
+        "      - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large, m5.xlarge]}\n",
+        "      - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large, m5.xlarge]}\n  disruption: {consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 30s}\n",
+    );
+    assert_ne!(manifests, MANIFESTS);
+    kube.kubectl(&["apply", "-f", "-"], &manifests);
+    let kubeconfig = kube.kubeconfig_path();
+    let endpoint = moto.endpoint();
+    let mut run = Proc::start_with(
+        &[
+            "run",
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+            "--namespace",
+            "default",
+            "--cloud",
+            "aws",
+            "--region",
+            "us-east-1",
+            "--aws-endpoint",
+            &endpoint,
+            "--cluster-name",
+            "e2e",
+            "--kubernetes-version",
+            "1.33",
+        ],
+        &moto.env(),
+    );
+    let claim = wait_for("a launched NodeClaim", &run, || {
+        let claims = kube.get_json(&["get", "nodeclaims"]);
+        claims["items"]
+            .as_array()?
+            .iter()
+            .find(|c| c["status"]["providerID"].as_str().is_some())
+            .cloned()
+    });
+    let launched_at = Instant::now();
+    let name = claim["metadata"]["name"].as_str().unwrap().to_string();
+    let provider_id = claim["status"]["providerID"].as_str().unwrap().to_string();
+    // The pod goes away before the node joins: nothing is nominated to it, and the node
+    // joins empty, well after consolidateAfter has passed since its NodeClaim's creation.
+    kube.kubectl(&["delete", "pod", "web-0", "-n", "default"], "");
+    tokio::time::sleep(Duration::from_secs(35)).await;
+    kube.kubectl(
+        &["create", "-f", "-"],
+        &joined_node("ip-10-0-1-17.ec2.internal", &provider_id),
+    );
+    let joined = Instant::now();
+    wait_for("the node registered", &run, || {
+        run.stdout().contains("NodeInitialized").then_some(())
+    });
+    // consolidateAfter counts from here: for 25 s nothing may happen to it.
+    while joined.elapsed() < Duration::from_secs(25) {
+        let c = kube.get_json(&["get", "nodeclaim", &name]);
+        assert!(
+            c["metadata"]["deletionTimestamp"].is_null(),
+            "deleted {} s after joining ({} s after launch); stdout:\n{}",
+            joined.elapsed().as_secs(),
+            launched_at.elapsed().as_secs(),
+            run.stdout()
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let out = run.stdout();
+    assert!(
+        !out.contains("\"reason\":\"Drifted\"") && !out.contains("RequirementsDrifted"),
+        "the joined node is not drifted:\n{out}"
+    );
+    assert_eq!(run.terminate(), Some(0), "stderr:\n{}", run.stderr());
+}

@@ -560,3 +560,107 @@ fn a_rejected_node_stays_held_across_a_restart() {
         "proposed again after a restart: {again:#?}"
     );
 }
+
+/// kill -9 at every write of a replace an operator approved through the cluster (the
+/// records, the taint, the replacement's creation and launch, registration, the drain):
+/// the next process finishes it, once. No orphaned instance, no lost NodeClaim, no stuck
+/// taint, one replacement, one completion, and nothing refused.
+#[test]
+fn a_restart_at_every_write_of_an_approved_replace_honours_the_approval_once() {
+    use crate::api::protocol as keys;
+    use crate::cluster::{Cluster, ObjectRef, Write};
+
+    /// A drift decision waiting for approval, and the approval written on its candidate
+    /// (as a console writes it); returns the simulation, the id and the candidate.
+    fn approved() -> (Simulation, u64, String) {
+        let mut s = sim(&super::drifting(), "manual");
+        run_for(&mut s, TimeDelta::minutes(2));
+        let d = s
+            .controller
+            .snapshot()
+            .pending
+            .first()
+            .cloned()
+            .expect("the drift waits");
+        let claim = d.command.candidates[0].nodeclaim.clone();
+        let annotations = [
+            (keys::APPROVE.to_string(), Some(d.id.to_string())),
+            (keys::ACTOR.to_string(), Some("alice".to_string())),
+        ]
+        .into_iter()
+        .collect();
+        let (cluster, _) = s.controller.parts_mut();
+        rt().block_on(cluster.write(Write::Annotate {
+            target: ObjectRef::NodeClaim(claim.clone()),
+            annotations,
+        }))
+        .expect("approve");
+        (s, d.id, claim)
+    }
+
+    let rt = rt();
+    let (mut reference, id, _) = approved();
+    let first = reference.controller.parts_mut().0.writes();
+    let mut last = None;
+    drive(&mut reference, TimeDelta::minutes(6), |s, events| {
+        if last.is_none()
+            && events
+                .iter()
+                .any(|e| matches!(e.kind, EventKind::DisruptionCompleted { .. }))
+        {
+            last = Some(s.controller.parts_mut().0.writes());
+        }
+    });
+    let last = last.expect("the approved replace completes in the reference run");
+    assert!(
+        last - first >= 6,
+        "records, taint, create, launch, delete, evict, finalize"
+    );
+    eprintln!("approved replace: crashing at each of writes {first}..{last}");
+
+    for k in first..last {
+        let (mut s, _, candidate) = approved();
+        s.controller.parts_mut().0.fail_writes_after(Some(k));
+        let mut all: Vec<Event> = Vec::new();
+        let mut crashed = false;
+        let end = s.now() + TimeDelta::minutes(8);
+        while s.now() < end {
+            all.extend(rt.block_on(s.step()));
+            if !crashed && s.controller.parts_mut().0.refused_writes() > 0 {
+                // The process dies at its first refused write; a new one starts from the
+                // cluster.
+                crashed = true;
+                s.controller.parts_mut().0.fail_writes_after(None);
+                s.restart_controller().expect("restart");
+            }
+            let next = s.next_time();
+            rt.block_on(s.wait_until(next));
+        }
+        assert!(crashed, "write {k} was reached");
+        let context = format!("crash at write {k}");
+        super::assert_settled(&mut s, &context);
+        let cause = format!("disruption #{id}");
+        let replacements = created_claims(&all)
+            .into_iter()
+            .filter(|(_, _, c)| *c == cause)
+            .count();
+        assert_eq!(replacements, 1, "{context}: one replacement: {all:#?}");
+        assert_eq!(
+            kinds(&all, "DisruptionCompleted").count(),
+            1,
+            "{context}: {all:#?}"
+        );
+        let refused: Vec<_> = all
+            .iter()
+            .filter(
+                |e| matches!(&e.kind, EventKind::Error { message } if message.contains("refused")),
+            )
+            .collect();
+        assert!(refused.is_empty(), "{context}: {refused:?}");
+        let (cluster, _) = s.controller.parts_mut();
+        assert!(
+            cluster.nodeclaims().all(|c| c.name != candidate),
+            "{context}: the drifted NodeClaim is gone"
+        );
+    }
+}
