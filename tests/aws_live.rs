@@ -151,6 +151,32 @@ status:
   - {type: PodScheduled, status: "False", reason: Unschedulable, message: "0/1 nodes are available"}
 "#;
 
+/// `run --cloud aws` against the two peers.
+fn run_aws(kube: &KubePeer, moto: &MotoPeer) -> Proc {
+    let kubeconfig = kube.kubeconfig_path();
+    let endpoint = moto.endpoint();
+    Proc::start_with(
+        &[
+            "run",
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+            "--namespace",
+            "default",
+            "--cloud",
+            "aws",
+            "--region",
+            "us-east-1",
+            "--aws-endpoint",
+            &endpoint,
+            "--cluster-name",
+            "e2e",
+            "--kubernetes-version",
+            "1.33",
+        ],
+        &moto.env(),
+    )
+}
+
 fn wait_for<T>(what: &str, proc: &Proc, mut f: impl FnMut() -> Option<T>) -> T {
     let start = Instant::now();
     loop {
@@ -203,28 +229,7 @@ async fn run_with_the_aws_cloud_resolves_the_nodeclass_launches_around_ice_and_c
         tokio::time::sleep(rest + Duration::from_secs(1)).await;
     }
 
-    let kubeconfig = kube.kubeconfig_path();
-    let endpoint = moto.endpoint();
-    let mut run = Proc::start_with(
-        &[
-            "run",
-            "--kubeconfig",
-            kubeconfig.to_str().unwrap(),
-            "--namespace",
-            "default",
-            "--cloud",
-            "aws",
-            "--region",
-            "us-east-1",
-            "--aws-endpoint",
-            &endpoint,
-            "--cluster-name",
-            "e2e",
-            "--kubernetes-version",
-            "1.33",
-        ],
-        &moto.env(),
-    );
+    let mut run = run_aws(&kube, &moto);
 
     // The NodeClass resolves and the status says so.
     let status = wait_for("the EC2NodeClass to be Ready", &run, || {
@@ -350,28 +355,7 @@ async fn an_instance_that_joins_late_is_neither_drifted_nor_deleted_inside_conso
     );
     assert_ne!(manifests, MANIFESTS);
     kube.kubectl(&["apply", "-f", "-"], &manifests);
-    let kubeconfig = kube.kubeconfig_path();
-    let endpoint = moto.endpoint();
-    let mut run = Proc::start_with(
-        &[
-            "run",
-            "--kubeconfig",
-            kubeconfig.to_str().unwrap(),
-            "--namespace",
-            "default",
-            "--cloud",
-            "aws",
-            "--region",
-            "us-east-1",
-            "--aws-endpoint",
-            &endpoint,
-            "--cluster-name",
-            "e2e",
-            "--kubernetes-version",
-            "1.33",
-        ],
-        &moto.env(),
-    );
+    let mut run = run_aws(&kube, &moto);
     let claim = wait_for("a launched NodeClaim", &run, || {
         let claims = kube.get_json(&["get", "nodeclaims"]);
         claims["items"]

@@ -6,6 +6,8 @@
 
 #[path = "peers/kube_peer.rs"]
 mod kube_peer;
+#[path = "peers/kwok.rs"]
+mod kwok;
 #[path = "peers/proc.rs"]
 mod proc;
 #[path = "peers/tmux.rs"]
@@ -16,7 +18,8 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use kube_peer::KubePeer;
-use proc::Proc;
+use kwok::empty_node;
+use proc::{Proc, controller};
 use serde_json::Value;
 use tmux::Tmux;
 
@@ -59,61 +62,6 @@ status:
   phase: Pending
   conditions:
   - {{type: PodScheduled, status: "False", reason: Unschedulable, message: "0/0 nodes are available"}}
-"#
-    )
-}
-
-/// A launched, registered, empty node of the KWOK-style cloud and its NodeClaim: what
-/// `run --cloud sim` would have made.
-fn empty_node(claim: &str, node: &str) -> String {
-    let provider = format!("kwok:///us-east-1a/{node}");
-    format!(
-        r#"apiVersion: karpenter.sh/v1
-kind: NodeClaim
-metadata:
-  name: {claim}
-  labels:
-    karpenter.sh/nodepool: default
-    node.kubernetes.io/instance-type: m5.large
-    topology.kubernetes.io/zone: us-east-1a
-    karpenter.sh/capacity-type: on-demand
-  finalizers: [karpenter.sh/termination]
-spec:
-  nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}
-  requirements:
-  - {{key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}}
-status:
-  providerID: {provider}
-  nodeName: {node}
-  allocatable: {{cpu: 1930m, memory: 7244Mi, pods: "29"}}
-  conditions:
-  - {{type: Launched, status: "True", reason: Launched, lastTransitionTime: "2026-01-01T00:00:00Z"}}
-  - {{type: Registered, status: "True", reason: Registered, lastTransitionTime: "2026-01-01T00:00:00Z"}}
-  - {{type: Initialized, status: "True", reason: Initialized, lastTransitionTime: "2026-01-01T00:00:00Z"}}
----
-apiVersion: v1
-kind: Node
-metadata:
-  name: {node}
-  labels:
-    karpenter.sh/nodepool: default
-    karpenter.sh/initialized: "true"
-    karpenter.sh/registered: "true"
-    node.kubernetes.io/instance-type: m5.large
-    topology.kubernetes.io/zone: us-east-1a
-    karpenter.sh/capacity-type: on-demand
-    kubernetes.io/hostname: {node}
-    karpenter-tui.dev/kwok: "true"
-  annotations:
-    karpenter-tui.dev/nodeclaim: {claim}
-    karpenter-tui.dev/price: "0.096"
-spec:
-  providerID: {provider}
-status:
-  capacity: {{cpu: "2", memory: 7944Mi, pods: "29"}}
-  allocatable: {{cpu: 1930m, memory: 7244Mi, pods: "29"}}
-  conditions:
-  - {{type: Ready, status: "True", reason: KubeletReady, lastTransitionTime: "2026-01-01T00:00:00Z"}}
 "#
     )
 }
@@ -242,23 +190,6 @@ fn run_provisions_a_nodeclaim_and_a_node_for_a_pod_kubectl_created() {
         run.stdout()
     );
     assert_eq!(run.terminate(), Some(0), "{}", run.stderr());
-}
-
-/// A headless controller on the peer with short lease timings, endpoints on any port.
-fn controller(kubeconfig: &str, extra: &[&str]) -> Proc {
-    let mut args = vec![
-        "controller",
-        "--kubeconfig",
-        kubeconfig,
-        "--namespace",
-        "default",
-        "--metrics-addr",
-        "127.0.0.1:0",
-        "--lease",
-        "3,2,0.5",
-    ];
-    args.extend(extra);
-    Proc::start(&args)
 }
 
 /// The identity of the replica that says it leads.

@@ -13,6 +13,8 @@
 
 #[path = "peers/kube_peer.rs"]
 mod kube_peer;
+#[path = "peers/kwok.rs"]
+mod kwok;
 #[path = "peers/proc.rs"]
 mod proc;
 #[path = "peers/recorder.rs"]
@@ -22,7 +24,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use kube_peer::KubePeer;
-use proc::Proc;
+use proc::{Proc, controller};
 use recorder::{Recorder, Seen};
 use serde_json::Value;
 
@@ -83,23 +85,6 @@ fn eventually<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
         assert!(start.elapsed() < PATIENCE, "waited {PATIENCE:?} for {what}");
         std::thread::sleep(Duration::from_millis(250));
     }
-}
-
-/// A headless controller on the peer with short lease timings.
-fn controller(kubeconfig: &str, extra: &[&str]) -> Proc {
-    let mut args = vec![
-        "controller",
-        "--kubeconfig",
-        kubeconfig,
-        "--namespace",
-        "default",
-        "--metrics-addr",
-        "127.0.0.1:0",
-        "--lease",
-        "3,2,0.5",
-    ];
-    args.extend(extra);
-    Proc::start(&args)
 }
 
 fn leads(p: &Proc) -> bool {
@@ -208,55 +193,8 @@ fn no_node_is_deleted_while_pods_are_on_their_way_and_each_nodeclaim_launches_on
 
 /// A launched, registered NodeClaim of the KWOK cloud with one pod bound to it.
 fn busy_node(claim: &str, node: &str) -> String {
-    let provider = format!("kwok:///us-east-1a/{node}");
     format!(
-        r#"apiVersion: karpenter.sh/v1
-kind: NodeClaim
-metadata:
-  name: {claim}
-  labels:
-    karpenter.sh/nodepool: default
-    node.kubernetes.io/instance-type: m5.large
-    topology.kubernetes.io/zone: us-east-1a
-    karpenter.sh/capacity-type: on-demand
-  finalizers: [karpenter.sh/termination]
-spec:
-  nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}
-  requirements:
-  - {{key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}}
-status:
-  providerID: {provider}
-  nodeName: {node}
-  allocatable: {{cpu: 1930m, memory: 7244Mi, pods: "29"}}
-  conditions:
-  - {{type: Launched, status: "True", reason: Launched, lastTransitionTime: "2026-01-01T00:00:00Z"}}
-  - {{type: Registered, status: "True", reason: Registered, lastTransitionTime: "2026-01-01T00:00:00Z"}}
-  - {{type: Initialized, status: "True", reason: Initialized, lastTransitionTime: "2026-01-01T00:00:00Z"}}
----
-apiVersion: v1
-kind: Node
-metadata:
-  name: {node}
-  labels:
-    karpenter.sh/nodepool: default
-    karpenter.sh/initialized: "true"
-    karpenter.sh/registered: "true"
-    node.kubernetes.io/instance-type: m5.large
-    topology.kubernetes.io/zone: us-east-1a
-    karpenter.sh/capacity-type: on-demand
-    kubernetes.io/hostname: {node}
-    karpenter-tui.dev/kwok: "true"
-  annotations:
-    karpenter-tui.dev/nodeclaim: {claim}
-    karpenter-tui.dev/price: "0.096"
-spec:
-  providerID: {provider}
-status:
-  capacity: {{cpu: "2", memory: 7944Mi, pods: "29"}}
-  allocatable: {{cpu: 1930m, memory: 7244Mi, pods: "29"}}
-  conditions:
-  - {{type: Ready, status: "True", reason: KubeletReady, lastTransitionTime: "2026-01-01T00:00:00Z"}}
----
+        r#"{}---
 apiVersion: v1
 kind: Pod
 metadata: {{name: app-0, namespace: default, labels: {{app: app}}}}
@@ -271,7 +209,8 @@ status:
   conditions:
   - {{type: PodScheduled, status: "True"}}
   - {{type: Ready, status: "True"}}
-"#
+"#,
+        kwok::empty_node(claim, node)
     )
 }
 

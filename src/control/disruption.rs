@@ -526,16 +526,21 @@ impl DisruptionController {
     /// anything, journaled as failed.
     pub fn abort(&mut self, id: u64, why: &str, now: DateTime<Utc>) {
         if let Some(cmd) = self.orchestrator.abort(id, why, now) {
-            self.metrics.failed(&cmd);
-            self.note(decision_entry(
-                Action::Failed,
-                CONTROLLER,
-                id,
-                &cmd,
-                why,
-                now,
-            ));
+            self.failed(id, &cmd, why, now);
         }
+    }
+
+    /// Counts and journals a command that failed.
+    fn failed(&mut self, id: u64, cmd: &Command, why: &str, now: DateTime<Utc>) {
+        self.metrics.failed(cmd);
+        self.note(decision_entry(
+            Action::Failed,
+            CONTROLLER,
+            id,
+            cmd,
+            why,
+            now,
+        ));
     }
 
     /// A replacement NodeClaim failed to launch or was deleted: its command fails now,
@@ -552,15 +557,7 @@ impl DisruptionController {
         else {
             return Vec::new();
         };
-        self.metrics.failed(&cmd);
-        self.note(decision_entry(
-            Action::Failed,
-            CONTROLLER,
-            id,
-            &cmd,
-            &reason,
-            now,
-        ));
+        self.failed(id, &cmd, &reason, now);
         effects
     }
 }

@@ -121,3 +121,22 @@ impl Drop for Proc {
         let _ = self.child.wait();
     }
 }
+
+/// A headless controller on the peer behind `kubeconfig`, with short lease timings and
+/// its endpoints on any free port.
+#[allow(dead_code)]
+pub fn controller(kubeconfig: &str, extra: &[&str]) -> Proc {
+    let mut args = vec![
+        "controller",
+        "--kubeconfig",
+        kubeconfig,
+        "--namespace",
+        "default",
+        "--metrics-addr",
+        "127.0.0.1:0",
+        "--lease",
+        "3,2,0.5",
+    ];
+    args.extend(extra);
+    Proc::start(&args)
+}

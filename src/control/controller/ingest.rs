@@ -423,41 +423,17 @@ fn apply_record(d: &mut StateNode, r: &NodeRecord, now: DateTime<Utc>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::Launched;
-    use crate::engine::catalog::CapacityType;
-    use crate::engine::requirements::Requirements;
+    use crate::control::controller::registry::tests::{claim as unlaunched, launched};
     use crate::engine::resources::Resources;
 
     fn claim() -> NodeClaimObject {
-        NodeClaimObject {
-            name: "default-abcde".into(),
-            nodepool: "default".into(),
-            requirements: Requirements::default(),
-            requests: Resources::default(),
-            labels: [("team".to_string(), "a".to_string())].into(),
-            annotations: Default::default(),
-            taints: Vec::new(),
-            startup_taints: Vec::new(),
-            expire_after: None,
-            termination_grace_period: None,
-            created: DateTime::UNIX_EPOCH,
-            deleting: None,
-            finalizer: true,
-            launched: Some(Launched {
-                provider_id: "aws:///us-east-1a/i-1".into(),
-                instance_type: "m5.large".into(),
-                zone: "us-east-1a".into(),
-                capacity_type: CapacityType::OnDemand,
-                price: 0.096,
-                allocatable: Resources::cpu_mem(1930, 7 << 30),
-                labels: Default::default(),
-                hostname: "ip-10-0-0-1".into(),
-                at: DateTime::UNIX_EPOCH,
-                image_id: None,
-                annotations: Default::default(),
-            }),
-            initialized_at: None,
-        }
+        let mut c = unlaunched("default-abcde");
+        c.labels = [("team".to_string(), "a".to_string())].into();
+        let mut l = launched("aws:///us-east-1a/i-1");
+        l.zone = "us-east-1a".into();
+        l.allocatable = Resources::cpu_mem(1930, 7 << 30);
+        c.launched = Some(l);
+        c
     }
 
     /// A kubelet registers its Node with few labels and no resources yet (on AWS only

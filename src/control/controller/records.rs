@@ -301,23 +301,15 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                 continue;
             };
             *budget.entry(n.nodepool.clone()).or_insert(0) += 1;
-            candidates.push(CandidateSummary {
-                nodeclaim: n.nodeclaim.clone(),
-                node: n.name.clone(),
-                nodepool: n.nodepool.clone(),
-                instance_type: n.instance_type.clone(),
-                zone: n.zone.clone(),
-                capacity_type: n.capacity_type,
-                price: n.price,
-                pods: self
-                    .state
-                    .pods
-                    .iter()
-                    .filter(|p| p.node_name.as_deref() == Some(n.name.as_str()))
-                    .filter(|p| crate::engine::state::is_reschedulable(p))
-                    .map(|p| p.key.clone())
-                    .collect(),
-            });
+            let pods = self
+                .state
+                .pods
+                .iter()
+                .filter(|p| p.node_name.as_deref() == Some(n.name.as_str()))
+                .filter(|p| crate::engine::state::is_reschedulable(p))
+                .map(|p| p.key.clone())
+                .collect();
+            candidates.push(CandidateSummary::of(n, pods));
         }
         if candidates.is_empty() {
             return None;

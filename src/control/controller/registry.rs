@@ -275,13 +275,14 @@ impl NodeRegistry {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::engine::catalog::CapacityType;
     use crate::engine::requirements::Requirements;
     use crate::engine::resources::Resources;
 
-    fn claim(name: &str) -> NodeClaimObject {
+    /// A NodeClaim of pool `default`, not launched.
+    pub(crate) fn claim(name: &str) -> NodeClaimObject {
         NodeClaimObject {
             name: name.into(),
             nodepool: "default".into(),
@@ -301,7 +302,8 @@ mod tests {
         }
     }
 
-    fn launched(provider: &str) -> Launched {
+    /// What an m5.large launch in zone `z` reports.
+    pub(crate) fn launched(provider: &str) -> Launched {
         Launched {
             provider_id: provider.into(),
             instance_type: "m5.large".into(),

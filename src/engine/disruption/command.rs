@@ -153,18 +153,27 @@ pub(crate) fn options_of(
     out
 }
 
-pub(crate) fn summary(state: &ClusterState, c: &Candidate) -> CandidateSummary {
-    let n = &state.nodes[c.node];
-    CandidateSummary {
-        nodeclaim: n.nodeclaim.clone(),
-        node: n.name.clone(),
-        nodepool: n.nodepool.clone(),
-        instance_type: n.instance_type.clone(),
-        zone: n.zone.clone(),
-        capacity_type: n.capacity_type,
-        price: n.price,
-        pods: c.pods.iter().map(|&p| state.pods[p].key.clone()).collect(),
+impl CandidateSummary {
+    /// The summary of a state node whose pods that must move are `pods`.
+    pub fn of(n: &crate::engine::state::StateNode, pods: Vec<PodKey>) -> CandidateSummary {
+        CandidateSummary {
+            nodeclaim: n.nodeclaim.clone(),
+            node: n.name.clone(),
+            nodepool: n.nodepool.clone(),
+            instance_type: n.instance_type.clone(),
+            zone: n.zone.clone(),
+            capacity_type: n.capacity_type,
+            price: n.price,
+            pods,
+        }
     }
+}
+
+pub(crate) fn summary(state: &ClusterState, c: &Candidate) -> CandidateSummary {
+    CandidateSummary::of(
+        &state.nodes[c.node],
+        c.pods.iter().map(|&p| state.pods[p].key.clone()).collect(),
+    )
 }
 
 pub(crate) fn command(

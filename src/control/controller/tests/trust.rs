@@ -17,6 +17,20 @@ fn scenario(name: &str, spec: &str) -> String {
     )
 }
 
+/// A whole scenario: the `default` pool with `pool_extra`, the `workloads` documents
+/// (each ending in `---`), and the Scenario document `name` with `spec`.
+fn world(pool_extra: &str, workloads: &[String], name: &str, spec: &str) -> String {
+    scenario_text(
+        pool_extra,
+        &format!("{}{}", workloads.concat(), scenario(name, spec)),
+    )
+}
+
+/// A Deployment document followed by the document separator.
+fn deployed(name: &str, replicas: u32, cpu: &str) -> String {
+    format!("{}---\n", deployment(name, replicas, cpu))
+}
+
 fn pdb(name: &str, app: &str, min_available: u32) -> String {
     format!(
         "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {{name: {name}}}\nspec:\n  minAvailable: {min_available}\n  selector: {{matchLabels: {{app: {app}}}}}\n---\n"
@@ -95,18 +109,13 @@ fn seventeen_pods_over_fifteen_seconds_settle_without_churn() {
             format!("{{at: {s}s, replicas: {replicas}}}")
         })
         .collect();
-    let text = scenario_text(
+    let text = world(
         "  disruption: {consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 30s}",
+        &[deployed("web", 0, "250m")],
+        "arrivals",
         &format!(
-            "{}---\n{}",
-            deployment("web", 0, "250m"),
-            scenario(
-                "arrivals",
-                &format!(
-                    "  cluster: {{bindDelay: 3s, watchLatency: 1s}}\n  replicas:\n    web:\n      steps: [{}]\n",
-                    steps.join(", ")
-                )
-            )
+            "  cluster: {{bindDelay: 3s, watchLatency: 1s}}\n  replicas:\n    web:\n      steps: [{}]\n",
+            steps.join(", ")
         ),
     );
     let mut s = sim(&text, "auto");
@@ -135,16 +144,11 @@ fn seventeen_pods_over_fifteen_seconds_settle_without_churn() {
 /// nomination was kept under the NodeClaim's name, the pass looked for the Node's).
 #[test]
 fn a_node_is_not_deleted_while_its_pod_is_on_the_way() {
-    let text = scenario_text(
+    let text = world(
         "  disruption: {consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 0s}",
-        &format!(
-            "{}---\n{}",
-            deployment("web", 1, "1"),
-            scenario(
-                "late-bind",
-                "  cluster: {registrationDelay: 1s, readyDelay: 1s, startupDelay: 0s, bindDelay: 15s}\n  cloud: {launchLatency: 1s, instanceTypes: [m5.large]}\n"
-            )
-        ),
+        &[deployed("web", 1, "1")],
+        "late-bind",
+        "  cluster: {registrationDelay: 1s, readyDelay: 1s, startupDelay: 0s, bindDelay: 15s}\n  cloud: {launchLatency: 1s, instanceTypes: [m5.large]}\n",
     );
     let mut s = sim(&text, "auto");
     let events = run_for(&mut s, TimeDelta::minutes(2));
@@ -163,16 +167,11 @@ fn a_node_is_not_deleted_while_its_pod_is_on_the_way() {
 /// (retry)"), and two Nodes carried the same NodeClaim.
 #[test]
 fn a_nodeclaim_launches_exactly_once_under_a_lagging_watch() {
-    let text = scenario_text(
+    let text = world(
         "  disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: 5m}",
-        &format!(
-            "{}---\n{}",
-            deployment("web", 6, "1"),
-            scenario(
-                "lagging-watch",
-                "  cluster: {watchLatency: 3s}\n  cloud: {instanceTypes: [m5.large, m5.xlarge]}\n"
-            )
-        ),
+        &[deployed("web", 6, "1")],
+        "lagging-watch",
+        "  cluster: {watchLatency: 3s}\n  cloud: {instanceTypes: [m5.large, m5.xlarge]}\n",
     );
     let mut s = sim(&text, "auto");
     let events = run_for(&mut s, TimeDelta::minutes(3));
@@ -218,16 +217,11 @@ fn a_nodeclaim_launches_exactly_once_under_a_lagging_watch() {
 /// proposed them; a pod added 5 s later went pending and got a new node.
 #[test]
 fn an_auto_decision_waits_for_validation_and_is_abandoned_on_churn() {
-    let text = scenario_text(
+    let text = world(
         "  disruption: {consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 30s}",
-        &format!(
-            "{}---\n{}",
-            deployment("web", 2, "1500m"),
-            scenario(
-                "validation",
-                "  cloud: {instanceTypes: [m5.large]}\n  timeline:\n    - at: 2m\n      scale: {deployment: web, replicas: 1}\n"
-            )
-        ),
+        &[deployed("web", 2, "1500m")],
+        "validation",
+        "  cloud: {instanceTypes: [m5.large]}\n  timeline:\n    - at: 2m\n      scale: {deployment: web, replicas: 1}\n",
     );
     let mut s = sim(&text, "auto");
     let mut all: Vec<Event> = Vec::new();
@@ -281,17 +275,11 @@ fn an_auto_decision_waits_for_validation_and_is_abandoned_on_churn() {
 /// looked nodes up by Node name).
 #[test]
 fn a_replacement_is_protected_until_its_command_ends() {
-    let text = scenario_text(
+    let text = world(
         "      terminationGracePeriod: 2m\n  disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: 0s, budgets: [{nodes: \"100%\"}]}",
-        &format!(
-            "{}---\n{}{}",
-            deployment("app", 3, "1"),
-            pdb("app", "app", 3),
-            scenario(
-                "drain",
-                "  cloud: {instanceTypes: [m5.xlarge]}\n  timeline:\n    - at: 1m\n      patchNodePool: {name: default, patch: {spec: {template: {metadata: {labels: {team: a}}}}}}\n"
-            )
-        ),
+        &[deployed("app", 3, "1"), pdb("app", "app", 3)],
+        "drain",
+        "  cloud: {instanceTypes: [m5.xlarge]}\n  timeline:\n    - at: 1m\n      patchNodePool: {name: default, patch: {spec: {template: {metadata: {labels: {team: a}}}}}}\n",
     );
     let mut s = sim(&text, "auto");
     let events = run_for(&mut s, TimeDelta::minutes(8));
@@ -319,16 +307,11 @@ fn a_replacement_is_protected_until_its_command_ends() {
 /// "approve all" refused in part.
 #[test]
 fn waiting_decisions_hold_their_budget() {
-    let text = scenario_text(
+    let text = world(
         "  disruption:\n    consolidationPolicy: WhenEmpty\n    consolidateAfter: Never\n    budgets: [{nodes: \"2\"}]",
-        &format!(
-            "{}---\n{}",
-            deployment("app", 3, "3"),
-            scenario(
-                "budget",
-                "  cloud: {instanceTypes: [m5.xlarge]}\n  timeline:\n    - at: 1m\n      patchNodePool: {name: default, patch: {spec: {template: {metadata: {labels: {team: a}}}}}}\n"
-            )
-        ),
+        &[deployed("app", 3, "3")],
+        "budget",
+        "  cloud: {instanceTypes: [m5.xlarge]}\n  timeline:\n    - at: 1m\n      patchNodePool: {name: default, patch: {spec: {template: {metadata: {labels: {team: a}}}}}}\n",
     );
     let mut s = sim(&text, "manual");
     let mut most = 0;
@@ -353,20 +336,14 @@ fn drift_goes_in_the_order_nodes_drifted_when_the_window_closes() {
             "{{spec: {{template: {{spec: {{requirements: [{{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}}, {{key: node.kubernetes.io/instance-type, operator: In, values: [{types}]}}]}}}}}}}}"
         )
     };
-    let text = scenario_text(
+    let text = world(
         "        - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large, m5.xlarge]}\n  disruption:\n    consolidationPolicy: WhenEmpty\n    consolidateAfter: Never\n    budgets:\n      - {nodes: \"1\"}\n      - {schedule: \"0 9 * * *\", duration: 4m, nodes: \"0\", reasons: [Drifted]}",
+        &[deployed("old", 1, "3"), deployed("young", 0, "1")],
+        "drift-order",
         &format!(
-            "{}---\n{}---\n{}",
-            deployment("old", 1, "3"),
-            deployment("young", 0, "1"),
-            scenario(
-                "drift-order",
-                &format!(
-                    "  cloud: {{instanceTypes: [m5.large, m5.xlarge, m5.2xlarge]}}\n  replicas:\n    young:\n      steps: [{{at: 1m, replicas: 1}}]\n  timeline:\n    - at: 2m\n      patchNodePool: {{name: default, patch: {}}}\n    - at: 3m\n      patchNodePool: {{name: default, patch: {}}}\n",
-                    reqs("m5.xlarge, m5.2xlarge"),
-                    reqs("m5.2xlarge")
-                )
-            )
+            "  cloud: {{instanceTypes: [m5.large, m5.xlarge, m5.2xlarge]}}\n  replicas:\n    young:\n      steps: [{{at: 1m, replicas: 1}}]\n  timeline:\n    - at: 2m\n      patchNodePool: {{name: default, patch: {}}}\n    - at: 3m\n      patchNodePool: {{name: default, patch: {}}}\n",
+            reqs("m5.xlarge, m5.2xlarge"),
+            reqs("m5.2xlarge")
         ),
     );
     let mut s = sim(&text, "auto");
@@ -397,16 +374,11 @@ fn drift_goes_in_the_order_nodes_drifted_when_the_window_closes() {
 /// 10-minute orchestration timeout, its candidate tainted all along.
 #[test]
 fn a_replacement_that_fails_to_launch_fails_its_command_at_once() {
-    let text = scenario_text(
+    let text = world(
         "  disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: Never}",
-        &format!(
-            "{}---\n{}",
-            deployment("app", 1, "3"),
-            scenario(
-                "outage",
-                "  cloud: {instanceTypes: [m5.xlarge]}\n  timeline:\n    - at: 50s\n      capacity: {available: false}\n    - at: 1m\n      patchNodePool: {name: default, patch: {spec: {template: {metadata: {labels: {team: a}}}}}}\n"
-            )
-        ),
+        &[deployed("app", 1, "3")],
+        "outage",
+        "  cloud: {instanceTypes: [m5.xlarge]}\n  timeline:\n    - at: 50s\n      capacity: {available: false}\n    - at: 1m\n      patchNodePool: {name: default, patch: {spec: {template: {metadata: {labels: {team: a}}}}}}\n",
     );
     let mut s = sim(&text, "auto");
     let events = run_for(&mut s, TimeDelta::minutes(4));
@@ -443,14 +415,11 @@ fn a_replacement_that_fails_to_launch_fails_its_command_at_once() {
 /// capacity for the drained pods was launched only then.
 #[test]
 fn a_blocked_drain_is_reported_and_its_pods_get_capacity_at_once() {
-    let text = scenario_text(
+    let text = world(
         "      expireAfter: 3m\n      terminationGracePeriod: 10m\n  disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: Never}",
-        &format!(
-            "{}---\n{}{}",
-            deployment("app", 2, "1"),
-            pdb("app", "app", 2),
-            scenario("blocked-drain", "  cloud: {instanceTypes: [m5.xlarge]}\n")
-        ),
+        &[deployed("app", 2, "1"), pdb("app", "app", 2)],
+        "blocked-drain",
+        "  cloud: {instanceTypes: [m5.xlarge]}\n",
     );
     let mut s = sim(&text, "auto");
     let events = run_for(&mut s, TimeDelta::minutes(8));
