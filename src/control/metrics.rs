@@ -329,8 +329,8 @@ impl Metrics {
         self.node_count.set(i64::try_from(n).unwrap_or(i64::MAX));
     }
 
-    /// Whether the controller's view has caught up with the API server (the initial list of
-    /// every watched kind is in).
+    /// Whether the controller's view has caught up with the API server: the initial list of
+    /// every watched kind is in and every NodeClaim has launched (upstream `Synced`).
     pub fn set_synced(&self, synced: bool) {
         self.synced.set(i64::from(synced));
     }

@@ -32,17 +32,18 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         } else {
             Some("the initial listing of the cluster is not complete".into())
         };
+        self.disruption
+            .metrics
+            .set_synced(self.disruption.unsynced.is_none());
+        let now = self.now();
         self.disruption.scaling_up = self
-            .nominated
-            .values()
-            .filter(|claim| {
-                self.registry.get(claim).is_some_and(|r| {
-                    r.claim.deleting.is_none()
-                        && r.pos.is_none_or(|i| !self.state.nodes[i].initialized)
-                })
-            })
-            .min()
-            .cloned();
+            .registry
+            .records()
+            .filter(|r| r.claim.deleting.is_none())
+            .filter(|r| r.nominated_until.is_some_and(|t| now < t))
+            .filter(|r| r.pos.is_none_or(|i| !self.state.nodes[i].initialized))
+            .map(|r| r.claim.name.clone())
+            .min();
     }
 
     pub(super) async fn disruption_poll(&mut self, now: DateTime<Utc>, full: bool) {

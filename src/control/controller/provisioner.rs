@@ -99,6 +99,8 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         }
         for (pod, why) in &results.errors {
             tracing::debug!("{pod} stays pending: {why}");
+            // Placed nowhere this round: it is on its way to no node.
+            self.nominated.remove(pod);
             if self.unschedulable.get(pod) != Some(why) {
                 self.unschedulable.insert(pod.clone(), why.clone());
                 self.changes += 1;
