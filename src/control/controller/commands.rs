@@ -234,15 +234,14 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         };
         let mut now_blocked: HashMap<String, (std::mem::Discriminant<Block>, String)> =
             HashMap::new();
+        let mut unseen: Vec<String> = Vec::new();
         for (claim, outcome) in &pass.outcomes {
             let Outcome::Blocked(block) = outcome else {
                 continue;
             };
             if matches!(block, Block::NotEvaluated) {
                 // A fast pass did not look: the last word on the node still stands.
-                if let Some(prev) = self.blocked.get(claim) {
-                    now_blocked.insert(claim.clone(), prev.clone());
-                }
+                unseen.push(claim.clone());
                 continue;
             }
             if block.is_transient()
@@ -260,13 +259,23 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         }
         // Once per node and kind of block: counts and times in the words change every
         // pass without telling the operator anything new.
-        let mut fresh: Vec<(String, String)> = now_blocked
-            .iter()
-            .filter(|(n, (kind, _))| self.blocked.get(*n).is_none_or(|(k, _)| k != kind))
-            .map(|(n, (_, m))| (n.clone(), m.clone()))
-            .collect();
+        let mut fresh: Vec<(String, String)> = Vec::new();
+        for name in self.registry.names() {
+            if unseen.contains(&name) {
+                continue;
+            }
+            let Some(r) = self.registry.get_mut(&name) else {
+                continue;
+            };
+            let now = now_blocked.remove(&name);
+            if let Some((kind, words)) = &now
+                && r.reported_block.as_ref().is_none_or(|(k, _)| k != kind)
+            {
+                fresh.push((name.clone(), words.clone()));
+            }
+            r.reported_block = now;
+        }
         fresh.sort();
-        self.blocked = now_blocked;
         for (claim, reason) in fresh {
             let node = self.node_name(&claim);
             self.emit(EventKind::DisruptionBlocked {

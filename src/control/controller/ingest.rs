@@ -215,7 +215,6 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                     self.remove_state_node(i);
                 }
                 self.nominated.retain(|_, c| *c != name);
-                self.blocked.remove(&name);
                 let reason = record.delete_reason.unwrap_or_else(|| "deleted".into());
                 self.emit(EventKind::NodeClaimDeleted {
                     nodeclaim: name,

@@ -117,14 +117,6 @@ pub struct Controller<C: Cluster, P: CloudProvider> {
     /// The cloud's [`CloudProvider::generation`] last seen: when it moves, instance types
     /// and drift verdicts are asked for again.
     cloud_generation: u64,
-    /// The last block reported per NodeClaim (its kind and words).
-    blocked: HashMap<
-        String,
-        (
-            std::mem::Discriminant<crate::engine::disruption::Block>,
-            String,
-        ),
-    >,
 
     /// The approval protocol's state in the cluster (decision records, requests, pauses).
     protocol: protocol::Protocol,
@@ -196,7 +188,6 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             last_pass: None,
             last_gc: None,
             cloud_generation: 0,
-            blocked: HashMap::new(),
             protocol: protocol::Protocol::default(),
             recovered: false,
             recent: VecDeque::new(),

@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, HashMap};
 use chrono::{DateTime, Utc};
 
 use crate::cluster::{Launched, NodeClaimObject, NodeObject};
+use crate::engine::disruption::Block;
 
 /// What the controller remembers of one node.
 #[derive(Clone, Debug)]
@@ -45,6 +46,9 @@ pub(super) struct NodeRecord {
     /// When the last drain refusal was reported (upstream dedupes FailedDraining for
     /// 2 minutes), and what it said.
     pub drain_reported: Option<(DateTime<Utc>, String)>,
+    /// The last `DisruptionBlocked` reported: its kind of block and its words (reported
+    /// again only when the kind changes).
+    pub reported_block: Option<(std::mem::Discriminant<Block>, String)>,
 }
 
 /// Where a NodeClaim's launch stands. A NodeClaim with a provider id never launches
@@ -78,6 +82,7 @@ impl NodeRecord {
             instance_gone: false,
             launch: LaunchState::default(),
             drain_reported: None,
+            reported_block: None,
         }
     }
 
