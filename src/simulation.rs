@@ -330,6 +330,21 @@ impl Simulation {
         }
     }
 
+    /// Scales a Deployment now, as the timeline's `scale` step does (a test or a driver
+    /// acting at a moment it picks).
+    pub fn scale(
+        &mut self,
+        namespace: &str,
+        deployment: &str,
+        replicas: u32,
+    ) -> Result<(), String> {
+        self.world(Action::Scale {
+            namespace: namespace.to_string(),
+            deployment: deployment.to_string(),
+            replicas,
+        })
+    }
+
     /// Timeline entries that act on the cluster or the cloud.
     fn world(&mut self, action: Action) -> Result<(), String> {
         let (cluster, cloud) = self.controller.parts_mut();

@@ -6,8 +6,8 @@
 
 #[path = "peers/kube_peer.rs"]
 mod kube_peer;
-#[path = "peers/kwok.rs"]
-mod kwok;
+#[path = "peers/objects.rs"]
+mod objects;
 #[path = "peers/proc.rs"]
 mod proc;
 #[path = "peers/tmux.rs"]
@@ -18,7 +18,7 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use kube_peer::KubePeer;
-use kwok::empty_node;
+use objects::{empty_node, nodepool};
 use proc::{Proc, controller};
 use serde_json::Value;
 use tmux::Tmux;
@@ -27,43 +27,22 @@ const BIN: &str = env!("CARGO_BIN_EXE_karpenter-tui");
 /// Bounds every wait; nothing asserts on elapsed time.
 const PATIENCE: Duration = Duration::from_secs(60);
 
-const NODEPOOL: &str = r#"apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata:
-  name: default
-spec:
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
-      requirements:
-      - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
-      - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large, m5.xlarge]}
-      expireAfter: Never
-  disruption:
-    consolidationPolicy: WhenEmptyOrUnderutilized
+/// The pool every test starts with: one Empty disruption at a time, drift held in
+/// business hours.
+fn default_nodepool() -> String {
+    nodepool(
+        "m5.large, m5.xlarge",
+        r#"    consolidationPolicy: WhenEmptyOrUnderutilized
     consolidateAfter: 0s
     budgets:
     - nodes: "1"
       reasons: [Empty]
-    - {schedule: "0 9 * * mon-fri", duration: 8h, nodes: "0", reasons: [Drifted]}
-"#;
+    - {schedule: "0 9 * * mon-fri", duration: 8h, nodes: "0", reasons: [Drifted]}"#,
+    )
+}
 
 fn pending_pod(name: &str) -> String {
-    format!(
-        r#"apiVersion: v1
-kind: Pod
-metadata: {{name: {name}, namespace: default, labels: {{app: web}}}}
-spec:
-  containers:
-  - name: main
-    image: nginx
-    resources: {{requests: {{cpu: "1", memory: 1Gi}}}}
-status:
-  phase: Pending
-  conditions:
-  - {{type: PodScheduled, status: "False", reason: Unschedulable, message: "0/0 nodes are available"}}
-"#
-    )
+    objects::pending_pod(name, "1", "1Gi")
 }
 
 fn json(peer: &KubePeer, args: &[&str]) -> Value {
@@ -115,7 +94,7 @@ fn http_get(addr: &str, path: &str) -> (u16, String) {
 fn peer_with_pool() -> (KubePeer, String) {
     let peer = KubePeer::start();
     let kubeconfig = peer.kubeconfig_path().display().to_string();
-    peer.kubectl(&["apply", "-f", "-"], NODEPOOL);
+    peer.kubectl(&["apply", "-f", "-"], &default_nodepool());
     (peer, kubeconfig)
 }
 

@@ -13,8 +13,8 @@
 
 #[path = "peers/kube_peer.rs"]
 mod kube_peer;
-#[path = "peers/kwok.rs"]
-mod kwok;
+#[path = "peers/objects.rs"]
+mod objects;
 #[path = "peers/proc.rs"]
 mod proc;
 #[path = "peers/recorder.rs"]
@@ -24,50 +24,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use kube_peer::KubePeer;
+use objects::{nodepool, pending_pod};
 use proc::{Proc, controller};
 use recorder::{Recorder, Seen};
 use serde_json::Value;
 
 /// Bounds every wait; nothing asserts on elapsed time.
 const PATIENCE: Duration = Duration::from_secs(90);
-
-fn nodepool(instance_types: &str, disruption: &str) -> String {
-    format!(
-        r#"apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata:
-  name: default
-spec:
-  template:
-    spec:
-      nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}
-      requirements:
-      - {{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}}
-      - {{key: node.kubernetes.io/instance-type, operator: In, values: [{instance_types}]}}
-      expireAfter: Never
-  disruption:
-{disruption}
-"#
-    )
-}
-
-fn pending_pod(name: &str, cpu: &str) -> String {
-    format!(
-        r#"apiVersion: v1
-kind: Pod
-metadata: {{name: {name}, namespace: default, labels: {{app: web}}}}
-spec:
-  containers:
-  - name: main
-    image: nginx
-    resources: {{requests: {{cpu: "{cpu}", memory: 512Mi}}}}
-status:
-  phase: Pending
-  conditions:
-  - {{type: PodScheduled, status: "False", reason: Unschedulable, message: "0/0 nodes are available"}}
-"#
-    )
-}
 
 fn items(peer: &KubePeer, args: &[&str]) -> Vec<Value> {
     peer.get_json(args)["items"]
@@ -150,7 +113,7 @@ fn no_node_is_deleted_while_pods_are_on_their_way_and_each_nodeclaim_launches_on
         for i in 0..3 {
             peer.kubectl(
                 &["create", "-f", "-"],
-                &pending_pod(&format!("web-{batch}-{i}"), "500m"),
+                &pending_pod(&format!("web-{batch}-{i}"), "500m", "512Mi"),
             );
         }
     }
@@ -210,7 +173,7 @@ status:
   - {{type: PodScheduled, status: "True"}}
   - {{type: Ready, status: "True"}}
 "#,
-        kwok::empty_node(claim, node)
+        objects::empty_node(claim, node)
     )
 }
 

@@ -244,6 +244,12 @@ impl DisruptionController {
         let Some(cmd) = found else {
             return false;
         };
+        self.propose(cmd, state, now)
+    }
+
+    /// Hands a command to the gate and journals the proposal; false when a pending
+    /// decision already holds one of its nodes.
+    fn propose(&mut self, cmd: Command, state: &ClusterState, now: DateTime<Utc>) -> bool {
         let Some(d) = self.gate.propose(cmd, &state.nodepools, now) else {
             return false;
         };
@@ -301,13 +307,7 @@ impl DisruptionController {
 
         // 3. New proposals.
         for cmd in pass.expirations.iter().chain(pass.command.iter()) {
-            if let Some(d) = self.gate.propose(cmd.clone(), &state.nodepools, now) {
-                let detail = format!("policy {}", d.policy);
-                let e =
-                    decision_entry(Action::Proposed, CONTROLLER, d.id, &d.command, &detail, now);
-                let cmd = d.command.clone();
-                self.note_with(e, Some(cmd));
-            }
+            self.propose(cmd.clone(), state, now);
         }
 
         // 4. Run what may run.

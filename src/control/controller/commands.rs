@@ -3,7 +3,7 @@
 //! reports, carrying out the commands' effects against the cluster, failing a command the
 //! moment its replacement fails, and turning the journal into events.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -78,11 +78,8 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         };
         let drifted = &pass.drifted;
         let mut changed: Vec<(usize, Option<DateTime<Utc>>)> = Vec::new();
-        for name in self.registry.names() {
-            let Some(r) = self.registry.get_mut(&name) else {
-                continue;
-            };
-            let since = match (drifted.contains_key(&name), r.drifted_since) {
+        for r in self.registry.records_mut() {
+            let since = match (drifted.contains_key(&r.claim.name), r.drifted_since) {
                 (true, None) => Some(now),
                 (true, s) => s,
                 (false, _) => None,
@@ -234,14 +231,14 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         };
         let mut now_blocked: HashMap<String, (std::mem::Discriminant<Block>, String)> =
             HashMap::new();
-        let mut unseen: Vec<String> = Vec::new();
+        let mut unseen: HashSet<&str> = HashSet::new();
         for (claim, outcome) in &pass.outcomes {
             let Outcome::Blocked(block) = outcome else {
                 continue;
             };
             if matches!(block, Block::NotEvaluated) {
                 // A fast pass did not look: the last word on the node still stands.
-                unseen.push(claim.clone());
+                unseen.insert(claim.as_str());
                 continue;
             }
             if block.is_transient()
@@ -260,18 +257,15 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         // Once per node and kind of block: counts and times in the words change every
         // pass without telling the operator anything new.
         let mut fresh: Vec<(String, String)> = Vec::new();
-        for name in self.registry.names() {
-            if unseen.contains(&name) {
+        for r in self.registry.records_mut() {
+            if unseen.contains(r.claim.name.as_str()) {
                 continue;
             }
-            let Some(r) = self.registry.get_mut(&name) else {
-                continue;
-            };
-            let now = now_blocked.remove(&name);
+            let now = now_blocked.remove(&r.claim.name);
             if let Some((kind, words)) = &now
                 && r.reported_block.as_ref().is_none_or(|(k, _)| k != kind)
             {
-                fresh.push((name.clone(), words.clone()));
+                fresh.push((r.claim.name.clone(), words.clone()));
             }
             r.reported_block = now;
         }

@@ -123,6 +123,12 @@ impl NodeRegistry {
         self.records.values()
     }
 
+    /// Every record, to change what the controller remembers (never the claim's identity:
+    /// the maps stay as they are).
+    pub fn records_mut(&mut self) -> impl Iterator<Item = &mut NodeRecord> {
+        self.records.values_mut()
+    }
+
     pub fn names(&self) -> Vec<String> {
         self.records.keys().cloned().collect()
     }

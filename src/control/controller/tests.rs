@@ -315,6 +315,12 @@ fn assert_settled(s: &mut Simulation, context: &str) {
             p.key
         );
     }
+    assert_no_disruption_taint(s, context);
+}
+
+/// No Node carries `karpenter.sh/disrupted` once nothing is being disrupted.
+fn assert_no_disruption_taint(s: &mut Simulation, context: &str) {
+    let (cluster, _) = s.controller.parts_mut();
     for n in cluster.nodes() {
         assert!(
             !n.taints

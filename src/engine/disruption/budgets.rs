@@ -9,10 +9,13 @@
 //! is unbounded; an unparseable schedule allows 0; nodes that are NotReady or already
 //! being deleted are subtracted.
 
+use std::collections::{HashMap, HashSet};
+
 use chrono::{DateTime, TimeDelta, Utc};
 
 use crate::api::nodepool::{Budget, DisruptionReason, NodePool};
 use crate::api::schedule::Schedule;
+use crate::engine::state::ClusterState;
 
 /// One budget of a pool as it stands at a given time.
 #[derive(Clone, Debug, PartialEq)]
@@ -131,6 +134,49 @@ impl PoolBudgets {
     pub fn allowed(&self, reason: DisruptionReason) -> usize {
         self.reason(reason).allowed
     }
+}
+
+/// Counts per pool: managed initialized nodes, and of those NotReady, deleting or held
+/// (`reserved`), and of those the reserved ones.
+fn pool_counts<'a>(
+    state: &'a ClusterState,
+    reserved: &HashSet<String>,
+) -> HashMap<&'a str, (usize, usize, usize)> {
+    let mut counts: HashMap<&str, (usize, usize, usize)> = HashMap::new();
+    for n in &state.nodes {
+        if !n.initialized {
+            continue;
+        }
+        let c = counts.entry(n.nodepool.as_str()).or_default();
+        c.0 += 1;
+        if !n.ready || n.deleting || n.is_disrupted_tainted() {
+            c.1 += 1;
+        } else if reserved.contains(&n.nodeclaim) {
+            c.1 += 1;
+            c.2 += 1;
+        }
+    }
+    counts
+}
+
+/// Every pool's budgets at `now`, with the `reserved` NodeClaims counted as disrupting
+/// (upstream `BuildDisruptionBudgetMapping`).
+pub fn evaluate_budgets(
+    state: &ClusterState,
+    now: DateTime<Utc>,
+    reserved: &HashSet<String>,
+) -> Vec<PoolBudgets> {
+    let counts = pool_counts(state, reserved);
+    state
+        .nodepools
+        .iter()
+        .map(|(name, pool)| {
+            let (total, disrupting, held) = counts.get(name.as_str()).copied().unwrap_or_default();
+            let mut b = PoolBudgets::evaluate(pool, total, disrupting, now);
+            b.reserved = held;
+            b
+        })
+        .collect()
 }
 
 /// Scales `nodes` ("5" or "20%") against the pool size, rounding percentages up.

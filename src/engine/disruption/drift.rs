@@ -11,6 +11,7 @@
 //! console attached to a cluster run by upstream Karpenter reads the NodeClaim's Drifted
 //! condition instead of recomputing it.
 
+use std::collections::HashSet;
 use std::fmt;
 
 use serde::Serialize;
@@ -18,8 +19,14 @@ use serde::Serialize;
 use crate::api::labels;
 use crate::api::nodeclaim::{NodeClassReference, Taint};
 use crate::api::nodepool::NodePool;
+use crate::engine::pod::PodKey;
 use crate::engine::requirements::{Requirements, allow_no_undefined};
-use crate::engine::state::StateNode;
+use crate::engine::scheduling::Simulator;
+use crate::engine::state::{ClusterState, StateNode};
+
+use super::candidates::Candidate;
+use super::command::options_of;
+use super::{Block, Movers, Replacement};
 
 /// Why a node is drifted.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -82,30 +89,94 @@ pub fn fnv1a(bytes: &[u8]) -> u64 {
     h
 }
 
-/// Whether (and why) the node drifted from its pool. `pool_hash` is `nodepool_hash(pool)`,
-/// computed once per pass.
-pub fn drift(node: &StateNode, pool: &NodePool, pool_hash: &str) -> Option<DriftReason> {
-    if let Some(r) = &node.nodeclass_drift {
-        return Some(DriftReason::NodeClass(r.clone()));
+/// What drift is judged against for one pool, worked out once per pass: its hash and
+/// its requirements (None when they do not parse: such a pool launches nothing, and its
+/// nodes are not replaced on that account).
+pub struct PoolDrift {
+    hash: String,
+    requirements: Option<Requirements>,
+}
+
+impl PoolDrift {
+    pub fn new(pool: &NodePool) -> PoolDrift {
+        PoolDrift {
+            hash: nodepool_hash(pool),
+            requirements: Requirements::from_karpenter(&pool.spec.template.spec.requirements).ok(),
+        }
     }
-    if let Some(h) = node.annotations.get(labels::NODEPOOL_HASH)
-        && h != pool_hash
-    {
-        return Some(DriftReason::NodePoolDrifted);
+
+    /// Whether (and why) the node drifted from the pool.
+    pub fn of(&self, node: &StateNode) -> Option<DriftReason> {
+        if let Some(r) = &node.nodeclass_drift {
+            return Some(DriftReason::NodeClass(r.clone()));
+        }
+        if let Some(h) = node.annotations.get(labels::NODEPOOL_HASH)
+            && *h != self.hash
+        {
+            return Some(DriftReason::NodePoolDrifted);
+        }
+        let pool_reqs = self.requirements.as_ref()?;
+        // The NodeClaim's labels, as upstream's `areRequirementsDrifted` reads them: a
+        // Node whose kubelet registered with fewer labels has not drifted on that account.
+        let node_reqs = Requirements::from_labels(&node.claim_labels);
+        if let Err(e) = node_reqs.compatible(pool_reqs, &allow_no_undefined) {
+            return Some(DriftReason::RequirementsDrifted(e.to_string()));
+        }
+        None
     }
-    let pool_reqs = match Requirements::from_karpenter(&pool.spec.template.spec.requirements) {
-        Ok(r) => r,
-        // A pool whose requirements do not parse launches nothing; its nodes are not
-        // replaced on that account.
-        Err(_) => return None,
-    };
-    // The NodeClaim's labels, as upstream's `areRequirementsDrifted` reads them: a Node
-    // whose kubelet registered with fewer labels has not drifted on that account.
-    let node_reqs = Requirements::from_labels(&node.claim_labels);
-    if let Err(e) = node_reqs.compatible(&pool_reqs, &allow_no_undefined) {
-        return Some(DriftReason::RequirementsDrifted(e.to_string()));
+}
+
+/// Whether (and why) the node drifted from its pool (for one node; a pass builds a
+/// [`PoolDrift`] per pool).
+pub fn drift(node: &StateNode, pool: &NodePool) -> Option<DriftReason> {
+    PoolDrift::new(pool).of(node)
+}
+
+/// The replacements a drifted candidate's command creates: where its pods go when it is
+/// gone (upstream drift's `SimulateScheduling`, the pending pods and those of deleting
+/// nodes competing for the same room), or why it cannot go now: one of its pods or of a
+/// deleting node's fits nowhere, or one would count on a node not initialized yet. Only
+/// the NodeClaims the candidate's pods need are its replacements; the provisioner
+/// launches for the pending pods on its own.
+pub fn replacements(
+    sim: &mut Simulator,
+    state: &ClusterState,
+    c: &Candidate,
+    movers: &Movers,
+) -> Result<Vec<Replacement>, Block> {
+    if c.pods.is_empty() {
+        return Ok(Vec::new());
     }
-    None
+    let own: HashSet<&PodKey> = c.pods.iter().map(|&p| &state.pods[p].key).collect();
+    let mut pods: Vec<_> = c.pods.iter().map(|&p| &state.pods[p]).collect();
+    pods.extend(movers.pending.iter().copied());
+    let excluded: Vec<usize> = movers.sim_input.index[c.node].into_iter().collect();
+    let results = sim.run(&pods, &excluded);
+    let blocking = |k: &PodKey| own.contains(k) || movers.moving.contains(k);
+    if let Some((pod, why)) = results.errors.iter().find(|(k, _)| blocking(k)) {
+        return Err(Block::PodsWouldNotFit {
+            pod: pod.clone(),
+            why: why.clone(),
+        });
+    }
+    if let Some((pod, claim)) = movers.sim_input.on_uninitialized(&results, &own) {
+        return Err(Block::WouldUseUninitialized {
+            pod: pod.clone(),
+            nodeclaim: claim.to_string(),
+        });
+    }
+    Ok(results
+        .new_nodeclaims
+        .iter()
+        .filter(|nc| nc.pods.iter().any(|p| own.contains(p)))
+        .map(|nc| {
+            Replacement::new(
+                nc,
+                nc.requirements.clone(),
+                options_of(nc, &nc.requirements),
+            )
+        })
+        .collect())
 }
 
 #[cfg(test)]
@@ -135,15 +206,14 @@ mod tests {
         let mut pool = NodePool::unconstrained("default");
         pool.spec.template.spec.requirements = vec![req(labels::INSTANCE_TYPE, &["m5.large"])];
         let node = launched(&pool);
-        let hash = nodepool_hash(&pool);
-        assert_eq!(drift(&node, &pool, &hash), None);
+        assert_eq!(drift(&node, &pool), None);
 
         pool.spec.template.spec.requirements =
             vec![req(labels::INSTANCE_TYPE, &["m5.large", "m5.xlarge"])];
-        assert_eq!(drift(&node, &pool, &nodepool_hash(&pool)), None);
+        assert_eq!(drift(&node, &pool), None);
 
         pool.spec.template.spec.requirements = vec![req(labels::INSTANCE_TYPE, &["m5.xlarge"])];
-        let d = drift(&node, &pool, &nodepool_hash(&pool));
+        let d = drift(&node, &pool);
         assert!(
             matches!(&d, Some(DriftReason::RequirementsDrifted(why)) if why.contains("m5.large")),
             "{d:?}"
@@ -156,17 +226,14 @@ mod tests {
         let node = launched(&pool);
         pool.spec.weight = Some(50);
         pool.spec.disruption.budgets[0].nodes = "1".into();
-        assert_eq!(drift(&node, &pool, &nodepool_hash(&pool)), None);
+        assert_eq!(drift(&node, &pool), None);
 
         pool.spec
             .template
             .metadata
             .labels
             .insert("team".into(), "a".into());
-        assert_eq!(
-            drift(&node, &pool, &nodepool_hash(&pool)),
-            Some(DriftReason::NodePoolDrifted)
-        );
+        assert_eq!(drift(&node, &pool), Some(DriftReason::NodePoolDrifted));
     }
 
     /// The NodeClaim's labels decide requirements drift, as upstream reads them: a Node
@@ -178,12 +245,11 @@ mod tests {
         pool.spec.template.spec.requirements = vec![req(labels::INSTANCE_TYPE, &["m5.large"])];
         let mut node = launched(&pool);
         node.labels = [(labels::NODEPOOL.to_string(), "default".to_string())].into();
-        let hash = nodepool_hash(&pool);
-        assert_eq!(drift(&node, &pool, &hash), None);
+        assert_eq!(drift(&node, &pool), None);
         node.claim_labels
             .insert(labels::INSTANCE_TYPE.into(), "m5.xlarge".into());
         assert!(matches!(
-            drift(&node, &pool, &hash),
+            drift(&node, &pool),
             Some(DriftReason::RequirementsDrifted(_))
         ));
     }
@@ -194,7 +260,7 @@ mod tests {
         let mut node = launched(&pool);
         node.nodeclass_drift = Some("AMIDrift".into());
         assert_eq!(
-            drift(&node, &pool, &nodepool_hash(&pool)),
+            drift(&node, &pool),
             Some(DriftReason::NodeClass("AMIDrift".into()))
         );
     }

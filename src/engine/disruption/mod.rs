@@ -19,6 +19,7 @@ pub mod consolidation;
 pub mod drift;
 pub mod fixture;
 pub mod outcome;
+mod sim_input;
 pub mod validation;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -26,16 +27,14 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use chrono::{DateTime, Utc};
 
 use crate::api::nodepool::{ConsolidationPolicy, DisruptionReason};
-use crate::engine::pod::PodKey;
-use crate::engine::resources::Resources;
-use crate::engine::scheduling::{BoundPod, NodeInput, PoolInput, SolveInput};
 use crate::engine::state::{ClusterState, StateNode};
 
-pub use budgets::PoolBudgets;
+pub use budgets::{PoolBudgets, evaluate_budgets};
 use candidates::{Candidate, PdbIndex};
+use command::command;
 pub use command::{CandidateSummary, Command, Event, Replacement, ReplacementOption};
-use command::{command, options_of};
 pub use outcome::{Block, Method, Outcome, Reason};
+pub use sim_input::{Movers, SimInput, moving_pods, pending_pods};
 
 /// Upstream caps multi-node consolidation at the 100 cheapest candidates.
 pub const MAX_MULTI_NODE_CANDIDATES: usize = 100;
@@ -104,138 +103,6 @@ pub struct Pass {
     pub events: Vec<Event>,
 }
 
-/// Counts per pool: managed initialized nodes, and of those NotReady, deleting or held
-/// (`reserved`), and of those the reserved ones.
-fn pool_counts<'a>(
-    state: &'a ClusterState,
-    reserved: &HashSet<String>,
-) -> HashMap<&'a str, (usize, usize, usize)> {
-    let mut counts: HashMap<&str, (usize, usize, usize)> = HashMap::new();
-    for n in &state.nodes {
-        if !n.initialized {
-            continue;
-        }
-        let c = counts.entry(n.nodepool.as_str()).or_default();
-        c.0 += 1;
-        if !n.ready || n.deleting || n.is_disrupted_tainted() {
-            c.1 += 1;
-        } else if reserved.contains(&n.nodeclaim) {
-            c.1 += 1;
-            c.2 += 1;
-        }
-    }
-    counts
-}
-
-/// Every pool's budgets at `now`, with the `reserved` NodeClaims counted as disrupting
-/// (upstream `BuildDisruptionBudgetMapping`).
-pub fn evaluate_budgets(
-    state: &ClusterState,
-    now: DateTime<Utc>,
-    reserved: &HashSet<String>,
-) -> Vec<PoolBudgets> {
-    let counts = pool_counts(state, reserved);
-    state
-        .nodepools
-        .iter()
-        .map(|(name, pool)| {
-            let (total, disrupting, held) = counts.get(name.as_str()).copied().unwrap_or_default();
-            let mut b = PoolBudgets::evaluate(pool, total, disrupting, now);
-            b.reserved = held;
-            b
-        })
-        .collect()
-}
-
-/// The scheduling input of a pass: every pool, every node not being deleted (uninitialized
-/// ones included: their capacity is on its way), every bound pod.
-pub struct SimInput<'a> {
-    pub input: SolveInput<'a>,
-    /// State node index -> index into `input.nodes`.
-    pub index: Vec<Option<usize>>,
-    /// Node name -> NodeClaim of the nodes that are not initialized: a pod a simulation
-    /// places there is counting on capacity that is not there yet.
-    pub uninitialized: HashMap<String, String>,
-}
-
-impl<'a> SimInput<'a> {
-    pub fn new(state: &'a ClusterState, pods_by_node: &[Vec<usize>]) -> SimInput<'a> {
-        let mut input = SolveInput {
-            daemonsets: state.daemonsets.clone(),
-            ..Default::default()
-        };
-        for (name, pool) in &state.nodepools {
-            let mut in_use = Resources::default();
-            for n in state.nodes.iter().filter(|n| &n.nodepool == name) {
-                in_use.add(&n.allocatable);
-            }
-            input.pools.push(PoolInput {
-                nodepool: pool,
-                instance_types: state.instance_types.get(name).cloned().unwrap_or_default(),
-                in_use,
-            });
-        }
-        let mut index = vec![None; state.nodes.len()];
-        let mut uninitialized = HashMap::new();
-        for (i, n) in state.nodes.iter().enumerate() {
-            if n.deleting || n.is_disrupted_tainted() {
-                continue;
-            }
-            if !n.initialized {
-                uninitialized.insert(n.name.clone(), n.nodeclaim.clone());
-            }
-            let mut requested = Resources::default();
-            let mut host_ports = Vec::new();
-            for &p in &pods_by_node[i] {
-                let p = &state.pods[p];
-                if p.is_terminal() {
-                    continue;
-                }
-                requested.add(&p.requests);
-                host_ports.extend(p.host_ports.iter().cloned());
-                input.bound.push(BoundPod {
-                    pod: p,
-                    node_labels: &n.labels,
-                    node_taints: &n.taints,
-                });
-            }
-            index[i] = Some(input.nodes.len());
-            input.nodes.push(NodeInput {
-                name: n.name.clone(),
-                labels: n.labels.clone(),
-                taints: n.taints.clone(),
-                allocatable: n.allocatable.clone(),
-                requested,
-                host_ports,
-                initialized: n.initialized,
-            });
-        }
-        SimInput {
-            input,
-            index,
-            uninitialized,
-        }
-    }
-
-    /// The first of `pods` a simulation placed on a node that is not initialized, and
-    /// that node's NodeClaim (upstream `UninitializedNodeError`: "would schedule against
-    /// uninitialized nodeclaim").
-    pub fn on_uninitialized<'p>(
-        &self,
-        results: &'p crate::engine::scheduling::Results,
-        pods: &HashSet<&crate::engine::pod::PodKey>,
-    ) -> Option<(&'p crate::engine::pod::PodKey, &str)> {
-        if self.uninitialized.is_empty() {
-            return None;
-        }
-        results.nominations.iter().find_map(|n| {
-            let claim = self.uninitialized.get(&n.node)?;
-            let pod = n.pods.iter().find(|p| pods.contains(p))?;
-            Some((pod, claim.as_str()))
-        })
-    }
-}
-
 /// Budget left per pool for one reason, drawn down as a pass assigns candidates.
 struct Allowance<'a> {
     budgets: &'a [PoolBudgets],
@@ -279,31 +146,6 @@ impl<'a> Allowance<'a> {
     }
 }
 
-/// Pods that will need capacity whatever the pass decides: pending pods the provisioner
-/// would schedule, and pods on nodes being deleted or marked for deletion by a command in
-/// flight (upstream `SimulateScheduling` adds both to every consolidation simulation;
-/// without the second, two commands in a row count on the same free capacity).
-pub fn pending_pods(state: &ClusterState) -> Vec<&crate::engine::pod::Pod> {
-    let deleting: HashSet<&str> = state
-        .nodes
-        .iter()
-        .filter(|n| n.deleting || n.is_disrupted_tainted())
-        .map(|n| n.name.as_str())
-        .collect();
-    crate::engine::provisioning::pods_to_schedule(&state.pods, |n| deleting.contains(n))
-}
-
-/// Of [`pending_pods`], those still bound to a node (it is going away). Upstream counts
-/// their scheduling failures against a command (`NonPendingPodSchedulingErrors`); only
-/// pods that were already pending may fail without blocking it.
-pub fn moving_pods<'a>(pending: &[&'a crate::engine::pod::Pod]) -> HashSet<&'a PodKey> {
-    pending
-        .iter()
-        .filter(|p| p.node_name.is_some())
-        .map(|p| &p.key)
-        .collect()
-}
-
 /// The earliest of some future instants.
 struct Soonest {
     now: DateTime<Utc>,
@@ -323,10 +165,10 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
     let budgets = evaluate_budgets(state, now, &options.reserved);
     let pods_by_node = state.pods_by_node();
     let pdbs = PdbIndex::new(&state.pdbs);
-    let hashes: HashMap<&str, String> = state
+    let pool_drift: HashMap<&str, drift::PoolDrift> = state
         .nodepools
         .iter()
-        .map(|(n, p)| (n.as_str(), drift::nodepool_hash(p)))
+        .map(|(n, p)| (n.as_str(), drift::PoolDrift::new(p)))
         .collect();
     let mut pass = Pass {
         at: now,
@@ -354,12 +196,10 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
     for (i, node) in state.nodes.iter().enumerate() {
         let key = &node.nodeclaim;
         let pool = state.nodepools.get(&node.nodepool);
-        let drifted = pool.filter(|_| !node.deleting).and_then(|p| {
-            let hash = hashes
-                .get(node.nodepool.as_str())
-                .map_or("", String::as_str);
-            drift::drift(node, p, hash)
-        });
+        let drifted = pool_drift
+            .get(node.nodepool.as_str())
+            .filter(|_| !node.deleting)
+            .and_then(|d| d.of(node));
         if let Some(d) = &drifted {
             pass.drifted.insert(key.clone(), d.to_string());
         }
@@ -445,6 +285,11 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
     let mut sim = crate::engine::scheduling::Simulator::new(&sim_input.input);
     let pending = pending_pods(state);
     let moving = moving_pods(&pending);
+    let movers = Movers {
+        sim_input: &sim_input,
+        pending: &pending,
+        moving: &moving,
+    };
     let pool_of = |c: &Candidate| &state.nodepools[&state.nodes[c.node].nodepool];
 
     // 1. Emptiness: every empty, consolidatable, unblocked candidate within budget. It
@@ -538,52 +383,13 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
             pass.outcomes.insert(name, Outcome::Blocked(b.clone()));
             continue;
         }
-        let own: HashSet<&PodKey> = c.pods.iter().map(|&p| &state.pods[p].key).collect();
-        let results = if c.pods.is_empty() {
-            Default::default()
-        } else {
-            // Upstream `SimulateScheduling`: the pending pods and those of deleting nodes
-            // compete for the same room.
-            let mut pods: Vec<_> = c.pods.iter().map(|&p| &state.pods[p]).collect();
-            pods.extend(pending.iter().copied());
-            let excluded: Vec<usize> = sim_input.index[c.node].into_iter().collect();
-            sim.run(&pods, &excluded)
+        let replacements = match drift::replacements(&mut sim, state, c, &movers) {
+            Ok(r) => r,
+            Err(b) => {
+                pass.outcomes.insert(name, Outcome::Blocked(b));
+                continue;
+            }
         };
-        let blocking = |k: &PodKey| own.contains(k) || moving.contains(k);
-        if let Some((pod, e)) = results.errors.iter().find(|(k, _)| blocking(k)) {
-            pass.outcomes.insert(
-                name,
-                Outcome::Blocked(Block::PodsWouldNotFit {
-                    pod: pod.clone(),
-                    why: e.clone(),
-                }),
-            );
-            continue;
-        }
-        if let Some((pod, claim)) = sim_input.on_uninitialized(&results, &own) {
-            pass.outcomes.insert(
-                name,
-                Outcome::Blocked(Block::WouldUseUninitialized {
-                    pod: pod.clone(),
-                    nodeclaim: claim.to_string(),
-                }),
-            );
-            continue;
-        }
-        // Only the NodeClaims the candidate's pods need: the provisioner launches for
-        // the pending pods on its own.
-        let replacements = results
-            .new_nodeclaims
-            .iter()
-            .filter(|nc| nc.pods.iter().any(|p| own.contains(p)))
-            .map(|nc| {
-                Replacement::new(
-                    nc,
-                    nc.requirements.clone(),
-                    options_of(nc, &nc.requirements),
-                )
-            })
-            .collect::<Vec<_>>();
         let delete_only = replacements.is_empty();
         pass.command = Some(command(
             state,
@@ -634,11 +440,6 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
         consolidatable.push(c);
     }
     let under_allow = Allowance::new(&budgets, DisruptionReason::Underutilized);
-    let movers = Movers {
-        sim_input: &sim_input,
-        pending: &pending,
-        moving: &moving,
-    };
 
     // 3. Multi-node consolidation: the longest ranked prefix (within budget, at most 100)
     // that consolidates into at most one new node, by binary search (upstream
@@ -804,16 +605,6 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
     }
     pass.budgets = budgets;
     pass
-}
-
-/// What a consolidation simulation moves besides the candidates' pods, and where it must
-/// not count on room.
-pub struct Movers<'a> {
-    pub sim_input: &'a SimInput<'a>,
-    /// [`pending_pods`]: they compete for the same room.
-    pub pending: &'a [&'a crate::engine::pod::Pod],
-    /// [`moving_pods`]: their failures block a command.
-    pub moving: &'a HashSet<&'a PodKey>,
 }
 
 #[cfg(test)]

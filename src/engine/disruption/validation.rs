@@ -7,11 +7,10 @@
 //! simulation must reach the same decision. A decision that fails is never executed
 //! stale.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::BTreeSet;
 
 use chrono::{DateTime, Utc};
 
-use crate::engine::pod::PodKey;
 use crate::engine::scheduling::Simulator;
 use crate::engine::state::{ClusterState, is_reschedulable};
 
@@ -65,8 +64,7 @@ pub fn revalidate(
         if let Some(p) = then_pods.difference(&now_pods).next() {
             return Err(format!("pod {p} left node {}", node.name));
         }
-        let hash = super::drift::nodepool_hash(pool);
-        let drift = super::drift::drift(node, pool, &hash);
+        let drift = super::drift::drift(node, pool);
         let c = candidates::candidate(state, i, &pods_by_node[i], pool, drift, &pdbs, now);
         match cmd.method {
             Method::Drift => {
@@ -119,26 +117,18 @@ pub fn revalidate(
             let mut sim = Simulator::new(&sim_input.input);
             let pending = pending_pods(state);
             let moving = moving_pods(&pending);
+            let movers = Movers {
+                sim_input: &sim_input,
+                pending: &pending,
+                moving: &moving,
+            };
             for c in &cands {
-                if c.pods.is_empty() {
-                    continue;
-                }
-                let own: HashSet<&PodKey> = c.pods.iter().map(|&p| &state.pods[p].key).collect();
-                let mut pods: Vec<_> = c.pods.iter().map(|&p| &state.pods[p]).collect();
-                pods.extend(pending.iter().copied());
-                let excluded: Vec<usize> = sim_input.index[c.node].into_iter().collect();
-                let r = sim.run(&pods, &excluded);
-                if let Some((pod, why)) = r
-                    .errors
-                    .iter()
-                    .find(|(k, _)| own.contains(k) || moving.contains(k))
-                {
-                    return Err(format!("pods would no longer fit: {pod} ({why})"));
-                }
-                if let Some((pod, claim)) = sim_input.on_uninitialized(&r, &own) {
-                    return Err(format!(
-                        "pod {pod} would schedule against uninitialized nodeclaim/{claim}"
-                    ));
+                match super::drift::replacements(&mut sim, state, c, &movers) {
+                    Ok(_) => {}
+                    Err(super::Block::PodsWouldNotFit { pod, why }) => {
+                        return Err(format!("pods would no longer fit: {pod} ({why})"));
+                    }
+                    Err(b) => return Err(b.to_string()),
                 }
             }
             Ok(())

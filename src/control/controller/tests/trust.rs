@@ -241,12 +241,7 @@ fn an_auto_decision_waits_for_validation_and_is_abandoned_on_churn() {
             && now >= t + 5.0
         {
             scaled = true;
-            let (cluster, _) = s.controller.parts_mut();
-            assert!(cluster.set_replicas(
-                "default",
-                "web",
-                crate::cluster::sim::workloads::Replicas::Fixed(2)
-            ));
+            s.scale("default", "web", 2).expect("scale");
         }
     });
     dump(&all);
@@ -397,16 +392,7 @@ fn a_replacement_that_fails_to_launch_fails_its_command_at_once() {
         failed - failed_launch <= 2.0,
         "the command fails with its replacement (launch failed at {failed_launch} s, command at {failed} s)"
     );
-    let (cluster, _) = s.controller.parts_mut();
-    for n in cluster.nodes() {
-        assert!(
-            !n.taints
-                .iter()
-                .any(|t| t.key == crate::api::labels::DISRUPTED_TAINT_KEY),
-            "node {} keeps the disruption taint",
-            n.name
-        );
-    }
+    super::assert_no_disruption_taint(&mut s, "after the failed replacement");
 }
 
 /// A node deleted while a PodDisruptionBudget blocks its drain: the refusal is reported

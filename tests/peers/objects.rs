@@ -1,8 +1,53 @@
-//! Objects of the KWOK-style cloud (`--cloud sim` on a live cluster) as `run` would have
+//! Kubernetes objects the live tests create: the `default` NodePool, pending pods, and
+//! nodes of the KWOK-style cloud (`--cloud sim` on a live cluster) as `run` would have
 //! made them, for tests that start from a cluster that already has nodes.
+
+/// The NodePool `default`: on-demand `instance_types`, expireAfter Never, and
+/// `disruption` (the block's lines, indented by four spaces).
+#[allow(dead_code)]
+pub fn nodepool(instance_types: &str, disruption: &str) -> String {
+    format!(
+        r#"apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: default
+spec:
+  template:
+    spec:
+      nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}
+      requirements:
+      - {{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}}
+      - {{key: node.kubernetes.io/instance-type, operator: In, values: [{instance_types}]}}
+      expireAfter: Never
+  disruption:
+{disruption}
+"#
+    )
+}
+
+/// A pod the kube-scheduler could not place (what Karpenter provisions for).
+#[allow(dead_code)]
+pub fn pending_pod(name: &str, cpu: &str, memory: &str) -> String {
+    format!(
+        r#"apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, namespace: default, labels: {{app: web}}}}
+spec:
+  containers:
+  - name: main
+    image: nginx
+    resources: {{requests: {{cpu: "{cpu}", memory: {memory}}}}}
+status:
+  phase: Pending
+  conditions:
+  - {{type: PodScheduled, status: "False", reason: Unschedulable, message: "0/0 nodes are available"}}
+"#
+    )
+}
 
 /// A launched, registered, empty node of the KWOK-style cloud and its NodeClaim: what
 /// `run --cloud sim` would have made.
+#[allow(dead_code)]
 pub fn empty_node(claim: &str, node: &str) -> String {
     let provider = format!("kwok:///us-east-1a/{node}");
     format!(

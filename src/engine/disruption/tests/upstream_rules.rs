@@ -1,0 +1,162 @@
+//! The rules of upstream's disruption simulation and budgets that a pass must keep (the
+//! trust issue's engine cases), one fixture each.
+
+use chrono::TimeDelta;
+
+use super::super::fixture::{Fixture, instance_type};
+use super::super::*;
+use super::{budget, fixture, hour, noon, outcome, pool, run};
+use crate::api::duration::GoDuration;
+use crate::engine::catalog::CapacityType::OnDemand;
+
+/// Upstream's `filterOutSameInstanceType`: when a replacement option is a type one of the
+/// candidates already runs, the replacement must be cheaper than that candidate; replacing
+/// [2xlarge, 2xlarge, large] with one xlarge is worse than deleting the two 2xlarges and
+/// keeping the large. Seen: the three went for one xlarge.
+#[test]
+fn a_multi_node_replace_that_keeps_a_candidates_type_deletes_instead() {
+    let mut f = Fixture::new(
+        vec![
+            instance_type("large", 2, 8, 0.096, None),
+            instance_type("xlarge", 4, 16, 0.192, None),
+            instance_type("2xlarge", 8, 32, 0.384, None),
+        ],
+        noon(),
+    );
+    f.pool(pool("default", vec![budget("100%")], &["on-demand"]));
+    f.node("a", "default", "2xlarge", OnDemand, hour());
+    f.node("b", "default", "2xlarge", OnDemand, hour());
+    f.node("c", "default", "large", OnDemand, hour());
+    f.pod("pa", "a", 500, 1024);
+    f.pod("pb", "b", 500, 1024);
+    f.pod("pc", "c", 500, 1024);
+    let pass = run(&f);
+    let cmd = pass.command.as_ref().expect("a command");
+    assert_eq!(cmd.method, Method::MultiNodeConsolidation, "{cmd:?}");
+    let nodes: Vec<&str> = cmd.nodeclaims().collect();
+    assert_eq!(nodes, vec!["a", "b"], "{cmd:?}");
+    assert!(
+        cmd.is_delete(),
+        "the large stays and takes their pods: {cmd:?}"
+    );
+}
+
+/// Upstream's `SimulateScheduling`: a candidate's pods may not count on a node that is
+/// not initialized yet ("would schedule against uninitialized nodeclaim").
+#[test]
+fn a_candidates_pods_may_not_count_on_an_uninitialized_node() {
+    let mut f = fixture(noon());
+    f.pool(pool("default", vec![budget("100%")], &["on-demand"]));
+    f.node("a", "default", "m", OnDemand, hour());
+    f.node("coming", "default", "m", OnDemand, TimeDelta::seconds(30))
+        .initialized = false;
+    f.pod("pa", "a", 1000, 1024);
+    let pass = run(&f);
+    assert!(pass.command.is_none(), "{:?}", pass.command);
+    assert_eq!(
+        outcome(&pass, "a").to_string(),
+        "blocked: pod default/pa would schedule against uninitialized nodeclaim/coming"
+    );
+    // Once it is initialized, the pod may move there.
+    f.state.nodes[1].initialized = true;
+    f.state.nodes[1].initialized_at = Some(f.now - hour());
+    f.state.nodes[1].created = f.now - hour();
+    let pass = run(&f);
+    assert!(pass.command.is_some(), "{:?}", pass.outcomes);
+}
+
+/// `Consolidatable` counts `consolidateAfter` from initialization or the last pod event,
+/// whichever is later, never from creation: a node that took minutes to join is not
+/// consolidatable the moment it does.
+#[test]
+fn consolidate_after_counts_from_initialization_not_creation() {
+    let mut f = fixture(noon());
+    let mut p = pool("default", vec![budget("100%")], &["on-demand"]);
+    p.spec.disruption.consolidate_after = Some(GoDuration::parse("30s").unwrap());
+    f.pool(p);
+    let n = f.node("late", "default", "m", OnDemand, TimeDelta::minutes(5));
+    n.initialized_at = Some(noon() - TimeDelta::seconds(10));
+    let pass = run(&f);
+    assert_eq!(
+        outcome(&pass, "late").to_string(),
+        "blocked: consolidateAfter has 20s left"
+    );
+    assert_eq!(
+        pass.next_change,
+        Some(noon() + TimeDelta::seconds(20)),
+        "a pass is due when it runs out"
+    );
+    // A pod event after initialization counts from there.
+    f.state.nodes[0].last_pod_event = Some(noon() - TimeDelta::seconds(5));
+    assert_eq!(
+        outcome(&run(&f), "late").to_string(),
+        "blocked: consolidateAfter has 25s left"
+    );
+    f.now += TimeDelta::seconds(25);
+    assert!(matches!(
+        outcome(&run(&f), "late"),
+        Outcome::Chosen {
+            method: Method::Emptiness,
+            ..
+        }
+    ));
+}
+
+/// Pods that were pending before the simulation may fail without blocking a command;
+/// pods of a node being deleted may not (upstream `NonPendingPodSchedulingErrors`).
+#[test]
+fn pods_of_deleting_nodes_that_fit_nowhere_block_consolidation_pending_ones_do_not() {
+    let mut f = fixture(noon());
+    f.pool(pool("default", vec![budget("100%")], &["on-demand"]));
+    f.node("a", "default", "big", OnDemand, hour());
+    f.node("b", "default", "big", OnDemand, hour());
+    f.pod("pa", "a", 1000, 1024);
+    f.pod("pb", "b", 1000, 1024);
+    // A pending pod nothing can run: it does not hold consolidation back.
+    let stuck = f.pod("stuck", "a", 100, 64);
+    stuck.node_name = None;
+    stuck.phase = crate::engine::pod::Phase::Pending;
+    stuck.unschedulable = true;
+    stuck.node_selector.insert("no-such".into(), "label".into());
+    let pass = run(&f);
+    let cmd = pass.command.as_ref().expect("consolidation goes ahead");
+    assert_eq!(cmd.reason, Reason::Underutilized, "{cmd:?}");
+
+    // The same pod on a node being deleted blocks it: it must move, and cannot.
+    f.node("going", "default", "m", OnDemand, hour()).deleting = true;
+    let p = f
+        .state
+        .pods
+        .iter_mut()
+        .find(|p| p.key.name == "stuck")
+        .unwrap();
+    p.node_name = Some("going".into());
+    p.phase = crate::engine::pod::Phase::Running;
+    p.unschedulable = false;
+    let pass = run(&f);
+    assert!(pass.command.is_none(), "{:?}", pass.command);
+    assert!(
+        outcome(&pass, "a")
+            .to_string()
+            .starts_with("blocked: pods would not fit: default/stuck"),
+        "{}",
+        outcome(&pass, "a")
+    );
+}
+
+/// Waiting decisions hold budget: a pass counts their NodeClaims as disrupting.
+#[test]
+fn reserved_nodeclaims_count_against_the_budget() {
+    let mut f = fixture(noon());
+    f.pool(pool("default", vec![budget("2")], &["on-demand"]));
+    for n in ["a", "b", "c"] {
+        f.node(n, "default", "m", OnDemand, hour());
+    }
+    let reserved: std::collections::HashSet<String> = ["a".to_string()].into();
+    let b = evaluate_budgets(&f.state, f.now, &reserved);
+    assert_eq!(
+        b[0].allowed(crate::api::nodepool::DisruptionReason::Empty),
+        1
+    );
+    assert_eq!((b[0].disrupting, b[0].reserved), (1, 1));
+}
