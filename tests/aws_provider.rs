@@ -208,6 +208,7 @@ fn claim(name: &str, l: &Launched) -> NodeClaimObject {
             zone: i.zone.clone(),
             capacity_type: i.capacity_type,
             price: i.price,
+            capacity: Default::default(),
             allocatable: Default::default(),
             labels: BTreeMap::new(),
             hostname: i.hostname.clone(),
@@ -216,6 +217,8 @@ fn claim(name: &str, l: &Launched) -> NodeClaimObject {
             annotations: l.annotations.clone(),
         }),
         initialized_at: None,
+        conditions: Vec::new(),
+        last_pod_event: None,
     }
 }
 

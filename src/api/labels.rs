@@ -163,6 +163,9 @@ pub const V1BETA1_NODECLASS_REFERENCE: &str =
 pub const DISRUPTED_TAINT_KEY: &str = "karpenter.sh/disrupted";
 /// Put on a node until Karpenter has registered it.
 pub const UNREGISTERED_TAINT_KEY: &str = "karpenter.sh/unregistered";
+/// On a Node whose taints the provider manages: registration leaves its taints alone
+/// (upstream `NodeDoNotSyncTaintsLabelKey`).
+pub const DO_NOT_SYNC_TAINTS: &str = "karpenter.sh/do-not-sync-taints";
 
 // Finalizers.
 /// Held on NodeClaims and Nodes until the instance is gone.

@@ -227,6 +227,28 @@ pub enum TaintEffect {
     NoExecute,
 }
 
+impl Taint {
+    /// `karpenter.sh/unregistered:NoExecute`: a Karpenter node registers with it (the
+    /// kubelet's registerWithTaints) and keeps it until registration synced the Node, so
+    /// no pod lands before the NodeClaim's taints and labels do (upstream
+    /// `UnregisteredNoExecuteTaint`).
+    pub fn unregistered() -> Taint {
+        Taint {
+            key: crate::api::labels::UNREGISTERED_TAINT_KEY.into(),
+            value: None,
+            effect: TaintEffect::NoExecute,
+            time_added: None,
+        }
+    }
+
+    /// Same key, effect and value: how upstream's `MatchTaint` compares taints.
+    pub fn matches(&self, other: &Taint) -> bool {
+        self.key == other.key
+            && self.effect == other.effect
+            && self.value.as_deref().unwrap_or("") == other.value.as_deref().unwrap_or("")
+    }
+}
+
 impl TaintEffect {
     /// The manifest spelling.
     pub fn as_str(self) -> &'static str {

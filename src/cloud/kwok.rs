@@ -87,7 +87,11 @@ pub fn node_manifest(
     node_labels.insert(labels::NODEPOOL.into(), i.nodepool.clone());
     node_labels.insert(labels::HOSTNAME.into(), name.into());
     node_labels.insert(KWOK_LABEL.into(), "true".into());
-    let taints = claim.map(|c| c.spec.taints.clone()).unwrap_or_default();
+    // The kubelet's registerWithTaints: the NodeClaim's taints and the unregistered
+    // taint registration removes (as the AWS user data has it). Startup taints are left
+    // out: no agent on a KWOK node would ever remove them.
+    let mut taints = claim.map(|c| c.spec.taints.clone()).unwrap_or_default();
+    taints.push(crate::api::nodeclaim::Taint::unregistered());
     let allocatable = it.allocatable().to_map();
     let capacity = it.capacity.to_map();
     let now = Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);

@@ -8,11 +8,13 @@
 pub mod kube;
 pub mod scenario;
 pub mod sim;
+pub mod template;
 
 use std::collections::BTreeMap;
 use std::future::Future;
 
 use chrono::{DateTime, TimeDelta, Utc};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 
 use crate::api::nodeclaim::Taint;
 use crate::api::nodepool::NodePool;
@@ -36,6 +38,8 @@ pub struct Launched {
     pub capacity_type: CapacityType,
     /// USD per hour of the offering.
     pub price: f64,
+    /// The instance type's full capacity (status.capacity), and what pods may use of it.
+    pub capacity: Resources,
     pub allocatable: Resources,
     /// Labels the instance type gives the node (arch, os, instance family, ...).
     pub labels: BTreeMap<String, String>,
@@ -74,6 +78,23 @@ pub struct NodeClaimObject {
     /// When it became initialized, where the cluster records it (condition
     /// Initialized=True's lastTransitionTime, which upstream writes).
     pub initialized_at: Option<DateTime<Utc>>,
+    /// status.conditions as the cluster holds them: a controller keeps their transition
+    /// times across restarts, and a console attached to upstream Karpenter reads its
+    /// verdicts (Drifted) instead of recomputing them. Empty in the simulation.
+    pub conditions: Vec<Condition>,
+    /// status.lastPodEventTime, where the cluster records it: consolidateAfter counts
+    /// from it after a restart.
+    pub last_pod_event: Option<DateTime<Utc>>,
+}
+
+impl NodeClaimObject {
+    /// The reason of condition `type_` when it is True.
+    pub fn condition_true(&self, type_: &str) -> Option<&str> {
+        self.conditions
+            .iter()
+            .find(|c| c.type_ == type_ && c.status == "True")
+            .map(|c| c.reason.as_str())
+    }
 }
 
 /// A Node, as the kubelet registered it.
@@ -153,6 +174,31 @@ pub enum Write {
     RemoveFinalizer {
         nodeclaim: String,
     },
+    /// Registration (upstream `nodeclaim/lifecycle/registration.go`): the Node gets its
+    /// NodeClaim's labels, annotations and taints, the termination finalizer, an owner
+    /// reference to the NodeClaim and `karpenter.sh/registered`, and loses the
+    /// `karpenter.sh/unregistered` taint, in one optimistic-locked write.
+    RegisterNode {
+        node: String,
+        nodeclaim: String,
+        sync: Box<NodeSync>,
+    },
+    /// Sets labels on a Node (`karpenter.sh/initialized` once it is initialized).
+    LabelNode {
+        node: String,
+        labels: BTreeMap<String, String>,
+    },
+    /// Replaces a NodeClaim's status (the status subresource): conditions, nodeName,
+    /// capacity, lastPodEventTime, as upstream's lifecycle controllers keep them.
+    NodeClaimStatus {
+        nodeclaim: String,
+        status: Box<crate::api::nodeclaim::NodeClaimStatus>,
+    },
+    /// Replaces a NodePool's status: what its nodes hold, how many, and its conditions.
+    NodePoolStatus {
+        nodepool: String,
+        status: Box<PoolStatus>,
+    },
     /// Adds a taint to a Node (no-op if it has one with that key and effect).
     Taint {
         node: String,
@@ -179,6 +225,26 @@ pub enum Write {
         target: ObjectRef,
         annotations: BTreeMap<String, Option<String>>,
     },
+}
+
+/// What registration copies from a NodeClaim onto its Node.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeSync {
+    pub labels: BTreeMap<String, String>,
+    pub annotations: BTreeMap<String, String>,
+    /// The NodeClaim's taints and startup taints, merged into the Node's by key and
+    /// effect (left alone when the Node carries `karpenter.sh/do-not-sync-taints`).
+    pub taints: Vec<Taint>,
+}
+
+/// A NodePool's status as upstream's nodepool counter and readiness controllers write it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PoolStatus {
+    /// status.nodes: the pool's NodeClaims (what the scale subresource reads).
+    pub nodes: i64,
+    /// status.resources: the capacity of its nodes, plus `nodes`.
+    pub resources: Resources,
+    pub conditions: Vec<Condition>,
 }
 
 /// Why a write failed.
@@ -224,6 +290,13 @@ pub trait Cluster {
     /// default (an in-memory cluster) is always synced.
     fn synced(&self) -> bool {
         true
+    }
+
+    /// True when the cluster keeps NodeClaim and NodePool status for others to read
+    /// (`kubectl get nodeclaims`, dashboards): the controller then writes it. The
+    /// simulation's journal and snapshots already hold everything, so it does not.
+    fn keeps_status(&self) -> bool {
+        false
     }
 
     /// False when [`Cluster::notify`] drops everything: the controller then does not

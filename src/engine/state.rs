@@ -73,6 +73,11 @@ pub struct StateNode {
     /// Why the cloud provider considers it drifted from its NodeClass (AMIDrift,
     /// SubnetDrift, SecurityGroupDrift, NodeClassDrift), if it does.
     pub nodeclass_drift: Option<String>,
+    /// Set when another controller stamped the NodeClaim's `karpenter.sh/nodepool-hash`
+    /// (a `nodepool-hash-version` not ours, e.g. upstream Karpenter's `v3`): its drift is
+    /// that controller's verdict, the NodeClaim's Drifted condition (`Some(reason)` while
+    /// True), never a comparison of hashes computed two different ways.
+    pub foreign_drift: Option<Option<String>>,
     /// A scheduling round nominated pods to it until this time (protects it from
     /// disruption; upstream: 20 s).
     pub nominated_until: Option<DateTime<Utc>>,
@@ -141,6 +146,7 @@ impl StateNode {
                 .and_then(|d| d.value())
                 .and_then(|d| TimeDelta::from_std(d).ok()),
             nodeclass_drift: None,
+            foreign_drift: None,
             nominated_until: None,
         }
     }

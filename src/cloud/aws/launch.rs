@@ -127,7 +127,7 @@ impl AwsCloud {
                     &self.handle.opts.cluster,
                     state.spec.kubelet.as_ref(),
                     &r.labels,
-                    &r.taints,
+                    &user_data::registration_taints(&r.taints),
                 );
                 user_data::al2023(state.spec.user_data.as_deref(), &config)
             }

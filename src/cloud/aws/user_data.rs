@@ -36,6 +36,18 @@ fn kubelet_config(k: &KubeletConfiguration) -> Map<String, Value> {
     }
 }
 
+/// The taints a node registers with: the NodeClaim's, plus `karpenter.sh/unregistered`
+/// so no pod lands before registration synced the Node (upstream
+/// `providers/amifamily/resolver.go` appends it for every family).
+pub fn registration_taints(taints: &[Taint]) -> Vec<Taint> {
+    let mut out = taints.to_vec();
+    let unregistered = Taint::unregistered();
+    if !out.iter().any(|t| t.matches(&unregistered)) {
+        out.push(unregistered);
+    }
+    out
+}
+
 /// `--node-labels` and `--register-with-taints`, as upstream renders them.
 fn kubelet_flags(labels: &BTreeMap<String, String>, taints: &[Taint]) -> Vec<String> {
     let mut flags = Vec::new();

@@ -12,6 +12,8 @@
 
 mod nodeclaim;
 mod pod;
+mod registration;
+mod status;
 mod trim;
 
 #[cfg(test)]
@@ -33,6 +35,8 @@ use crate::engine::resources::{self, Resources};
 
 pub use nodeclaim::{launched_labels, launched_status, nodeclaim, nodeclaim_manifest};
 pub use pod::{daemonset, pdb, pod};
+pub use registration::registration_patch;
+pub use status::nodepool_status_patch;
 pub use trim::{trim_node, trim_pod};
 
 /// Why an object in the cluster could not be read: names kind, namespace/name and the field.

@@ -10,6 +10,7 @@ pub mod convert;
 pub mod events;
 pub mod lease;
 pub mod protocol;
+pub mod replace;
 pub mod retry;
 pub mod watch;
 pub mod writes;
@@ -348,6 +349,18 @@ impl Cluster for KubeCluster {
                 Write::RemoveFinalizer { nodeclaim } => {
                     w.remove_finalizer(&nodeclaim, node.as_deref()).await
                 }
+                Write::RegisterNode {
+                    node,
+                    nodeclaim,
+                    sync,
+                } => w.register_node(&node, &nodeclaim, &sync).await,
+                Write::LabelNode { node, labels } => w.label_node(&node, &labels).await,
+                Write::NodeClaimStatus { nodeclaim, status } => {
+                    w.nodeclaim_status(&nodeclaim, &status).await
+                }
+                Write::NodePoolStatus { nodepool, status } => {
+                    w.nodepool_status(&nodepool, &status).await
+                }
                 Write::Taint { node, taint } => w.taint(&node, &taint, true).await,
                 Write::Untaint { node, taint } => w.taint(&node, &taint, false).await,
                 Write::Evict { pod } => w.evict(&pod).await,
@@ -365,6 +378,10 @@ impl Cluster for KubeCluster {
     }
 
     fn takes_notices(&self) -> bool {
+        true
+    }
+
+    fn keeps_status(&self) -> bool {
         true
     }
 

@@ -11,9 +11,9 @@ use serde_json::{Value, json};
 
 use super::convert;
 use super::retry::retrying;
-use crate::api::nodeclaim::{NodeClaim, Taint};
+use crate::api::nodeclaim::{NodeClaim, NodeClaimStatus, Taint};
 use crate::api::nodepool::NodePool;
-use crate::cluster::{ClusterError, Launched, NodeClaimObject, ObjectRef};
+use crate::cluster::{ClusterError, Launched, NodeClaimObject, NodeSync, ObjectRef, PoolStatus};
 use crate::engine::pod::PodKey;
 
 /// Everything a write needs, cloned into its future so the cluster is not borrowed
@@ -107,8 +107,87 @@ impl Writer {
         .map_err(|e| api_error(&what, e))
     }
 
+    /// Registration's write to the Node (upstream `registration.go` `syncNode`, then the
+    /// unregistered taint's removal and the registered label), sent with the
+    /// resourceVersion it read: lists (taints, finalizers, owner references) are replaced
+    /// whole by a merge patch, so a concurrent writer must make it conflict and re-read.
+    pub async fn register_node(
+        &self,
+        node: &str,
+        nodeclaim: &str,
+        sync: &NodeSync,
+    ) -> Result<(), ClusterError> {
+        let what = format!("NodeClaim {nodeclaim}");
+        let claims = self.nodeclaims();
+        let uid = retrying(&what, || async { claims.get(nodeclaim).await })
+            .await
+            .map_err(|e| api_error(&what, e))?
+            .metadata
+            .uid
+            .unwrap_or_default();
+        let what = format!("Node {node}");
+        let api = self.nodes();
+        retrying(&what, || async {
+            let n = api.get(node).await?;
+            let patch = convert::registration_patch(&n, nodeclaim, &uid, sync);
+            api.patch(node, &merge(), &Patch::Merge(patch))
+                .await
+                .map(drop)
+        })
+        .await
+        .map_err(|e| api_error(&what, e))
+    }
+
+    /// Sets labels on a Node with a merge patch.
+    pub async fn label_node(
+        &self,
+        node: &str,
+        labels: &BTreeMap<String, String>,
+    ) -> Result<(), ClusterError> {
+        let patch = json!({"metadata": {"labels": labels}});
+        merge_patch(self.nodes(), &format!("Node {node}"), node, &patch).await
+    }
+
+    /// Writes a NodeClaim's status subresource (a merge patch: the conditions list is
+    /// replaced whole, which is what the one controller owning them wants).
+    pub async fn nodeclaim_status(
+        &self,
+        name: &str,
+        status: &NodeClaimStatus,
+    ) -> Result<(), ClusterError> {
+        let what = format!("NodeClaim {name} status");
+        let patch = json!({ "status": status });
+        let api = self.nodeclaims();
+        retrying(&what, || async {
+            api.patch_status(name, &merge(), &Patch::Merge(patch.clone()))
+                .await
+        })
+        .await
+        .map(drop)
+        .map_err(|e| api_error(&what, e))
+    }
+
+    /// Writes a NodePool's status subresource.
+    pub async fn nodepool_status(
+        &self,
+        name: &str,
+        status: &PoolStatus,
+    ) -> Result<(), ClusterError> {
+        let what = format!("NodePool {name} status");
+        let patch = convert::nodepool_status_patch(status);
+        let api: Api<NodePool> = Api::all(self.client.clone());
+        retrying(&what, || async {
+            api.patch_status(name, &merge(), &Patch::Merge(patch.clone()))
+                .await
+        })
+        .await
+        .map(drop)
+        .map_err(|e| api_error(&what, e))
+    }
+
     /// Termination is done: the Node goes (upstream's termination controller deletes it
-    /// before the instance), then the NodeClaim's finalizer, which lets it go too.
+    /// before the instance, and then lifts the Node's termination finalizer, which
+    /// registration put there), then the NodeClaim's finalizer, which lets it go too.
     pub async fn remove_finalizer(
         &self,
         name: &str,
@@ -123,6 +202,34 @@ impl Writer {
             .await
             {
                 Ok(_) => {}
+                Err(kube::Error::Api(s)) if s.code == 404 => {}
+                Err(e) => return Err(api_error(&what, e)),
+            }
+            match retrying(&what, || async {
+                let n = nodes.get(node).await?;
+                let finalizers = n.metadata.finalizers.clone().unwrap_or_default();
+                if !finalizers
+                    .iter()
+                    .any(|f| f == crate::cluster::TERMINATION_FINALIZER)
+                {
+                    return Ok(());
+                }
+                let kept: Vec<&String> = finalizers
+                    .iter()
+                    .filter(|f| *f != crate::cluster::TERMINATION_FINALIZER)
+                    .collect();
+                let patch = json!({"metadata": {
+                    "finalizers": kept,
+                    "resourceVersion": n.metadata.resource_version,
+                }});
+                nodes
+                    .patch(node, &merge(), &Patch::Merge(patch))
+                    .await
+                    .map(drop)
+            })
+            .await
+            {
+                Ok(()) => {}
                 Err(kube::Error::Api(s)) if s.code == 404 => {}
                 Err(e) => return Err(api_error(&what, e)),
             }

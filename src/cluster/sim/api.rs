@@ -8,6 +8,8 @@ use std::future::ready;
 use chrono::{DateTime, Utc};
 
 use super::SimCluster;
+use crate::api::labels;
+use crate::api::nodeclaim::Taint;
 use crate::cluster::{Change, ClusterError, Object, ObjectRef, Write};
 use crate::engine::pod::{Pod, PodKey};
 
@@ -185,6 +187,46 @@ impl SimCluster {
                     self.emit(Change::Applied(Object::Node(Box::new(obj))));
                 }
             }
+            Write::RegisterNode { node, sync, .. } => {
+                let n = self
+                    .nodes
+                    .get_mut(&node)
+                    .ok_or_else(|| not_found("Node", &node))?;
+                let o = &mut n.object;
+                o.labels.extend(sync.labels.clone());
+                o.labels.insert(labels::REGISTERED.into(), "true".into());
+                o.annotations.extend(sync.annotations.clone());
+                if o.labels
+                    .get(labels::DO_NOT_SYNC_TAINTS)
+                    .is_none_or(|v| v != "true")
+                {
+                    for t in sync.taints {
+                        if !o
+                            .taints
+                            .iter()
+                            .any(|h| h.key == t.key && h.effect == t.effect)
+                        {
+                            o.taints.push(t);
+                        }
+                    }
+                }
+                let unregistered = Taint::unregistered();
+                o.taints.retain(|t| !t.matches(&unregistered));
+                let obj = o.clone();
+                self.schedule_dirty = true;
+                self.emit(Change::Applied(Object::Node(Box::new(obj))));
+            }
+            Write::LabelNode { node, labels } => {
+                let n = self
+                    .nodes
+                    .get_mut(&node)
+                    .ok_or_else(|| not_found("Node", &node))?;
+                n.object.labels.extend(labels);
+                let obj = n.object.clone();
+                self.emit(Change::Applied(Object::Node(Box::new(obj))));
+            }
+            // The simulation keeps no status for others to read (`keeps_status` is false).
+            Write::NodeClaimStatus { .. } | Write::NodePoolStatus { .. } => {}
             Write::Evict { pod } => {
                 let p = self
                     .pods

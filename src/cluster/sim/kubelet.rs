@@ -87,6 +87,9 @@ impl SimCluster {
             if let Some(t) = &self.settings.chaos_taint {
                 taints.push(t.clone());
             }
+            // The kubelet registers with the unregistered taint (the NodeClaim's user
+            // data puts it in registerWithTaints); Karpenter's registration removes it.
+            taints.push(crate::api::nodeclaim::Taint::unregistered());
             let object = NodeObject {
                 name: inst.hostname.clone(),
                 provider_id: inst.provider_id.clone(),

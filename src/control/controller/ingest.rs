@@ -7,6 +7,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 
 use super::Controller;
+use super::registration::{has_label, is_ephemeral};
 use super::registry::NodeRecord;
 use crate::api::labels;
 use crate::cloud::CloudProvider;
@@ -14,14 +15,6 @@ use crate::cluster::{Change, Cluster, NodeClaimObject, NodeObject, Object, Objec
 use crate::control::events::EventKind;
 use crate::engine::pod::Pod;
 use crate::engine::state::{ClusterState, StateNode};
-
-/// Taints a node carries only while it starts or loses contact; upstream's
-/// `StateNode.Taints()` ignores them (and startup taints) until the node is initialized.
-const EPHEMERAL_TAINTS: [&str; 3] = [
-    "node.kubernetes.io/not-ready",
-    "node.kubernetes.io/unreachable",
-    "node.cloudprovider.kubernetes.io/uninitialized",
-];
 
 /// The labels a launched NodeClaim carries (upstream: the template's, the requirements'
 /// single values, and the launched offering's instance type, zone and capacity type).
@@ -45,6 +38,9 @@ fn claim_labels(claim: &NodeClaimObject) -> Option<std::collections::BTreeMap<St
 /// NodeClaim; after, the Node's labels over the NodeClaim's (registration copies the
 /// NodeClaim's onto the Node; a kubelet alone may know only a few), the Node's taints,
 /// and its allocatable with the NodeClaim's filling what the kubelet has not reported yet.
+/// Registered and initialized are the `karpenter.sh/registered` and `initialized` labels
+/// (upstream `StateNode.Registered()`/`Initialized()`); until initialized, startup and
+/// ephemeral taints (the unregistered taint among them) do not count.
 pub(super) fn state_node(claim: &NodeClaimObject, node: Option<&NodeObject>) -> Option<StateNode> {
     let launched = claim.launched.as_ref()?;
     let claim_labels = claim_labels(claim)?;
@@ -53,8 +49,8 @@ pub(super) fn state_node(claim: &NodeClaimObject, node: Option<&NodeObject>) -> 
         .iter()
         .map(|t| t.key.as_str())
         .collect();
-    let initialized = node
-        .is_some_and(|n| n.ready && !n.taints.iter().any(|t| startup.contains(&t.key.as_str())));
+    let registered = node.is_some_and(|n| has_label(n, labels::REGISTERED));
+    let initialized = registered && node.is_some_and(|n| has_label(n, labels::INITIALIZED));
     let mut node_labels = claim_labels.clone();
     node_labels.insert(labels::HOSTNAME.into(), claim.name.clone());
     let mut annotations = claim.annotations.clone();
@@ -65,7 +61,9 @@ pub(super) fn state_node(claim: &NodeClaimObject, node: Option<&NodeObject>) -> 
     if let Some(n) = node {
         node_labels.extend(n.labels.clone());
         annotations.extend(n.annotations.clone());
-        taints = n.taints.clone();
+        if registered {
+            taints = n.taints.clone();
+        }
         name = n.name.clone();
         let expected = std::mem::replace(&mut allocatable, n.allocatable.clone());
         if !initialized {
@@ -73,9 +71,7 @@ pub(super) fn state_node(claim: &NodeClaimObject, node: Option<&NodeObject>) -> 
         }
     }
     if !initialized {
-        taints.retain(|t| {
-            !startup.contains(&t.key.as_str()) && !EPHEMERAL_TAINTS.contains(&t.key.as_str())
-        });
+        taints.retain(|t| !startup.contains(&t.key.as_str()) && !is_ephemeral(t));
     }
     Some(StateNode {
         name,
@@ -94,13 +90,17 @@ pub(super) fn state_node(claim: &NodeClaimObject, node: Option<&NodeObject>) -> 
         initialized_at: None,
         drifted_since: None,
         initialized,
-        registered: node.is_some(),
+        registered,
         ready: node.is_some_and(|n| n.ready),
         deleting: claim.deleting.is_some(),
         last_pod_event: None,
         expire_after: claim.expire_after,
         termination_grace_period: claim.termination_grace_period,
         nodeclass_drift: None,
+        foreign_drift: crate::engine::disruption::drift::foreign_verdict(
+            &claim.annotations,
+            claim.condition_true(crate::api::nodeclaim::conditions::DRIFTED),
+        ),
         nominated_until: None,
     })
 }
@@ -469,6 +469,14 @@ mod tests {
         );
         let mut ready = node.clone();
         ready.ready = true;
+        let n = state_node(&claim(), Some(&ready)).unwrap();
+        assert!(
+            !n.registered && !n.initialized,
+            "a Ready kubelet is not yet a registered node: registration labels it"
+        );
+        for l in [labels::REGISTERED, labels::INITIALIZED] {
+            ready.labels.insert(l.into(), "true".into());
+        }
         ready.allocatable = Resources::cpu_mem(1900, 7 << 30);
         let n = state_node(&claim(), Some(&ready)).unwrap();
         assert!(n.initialized);

@@ -11,73 +11,19 @@ use chrono::{DateTime, TimeDelta, Utc};
 
 use super::Controller;
 use crate::api::labels;
-use crate::api::nodepool::NodePool;
 use crate::api::protocol as keys;
 use crate::cloud::{CloudProvider, LaunchError, LaunchRequest};
+use crate::cluster::template::nodeclaim_for;
 use crate::cluster::{Cluster, Launched, NodeClaimObject, Write};
 use crate::control::events::EventKind;
 use crate::engine::catalog::InstanceType;
 use crate::engine::disruption::Replacement;
 use crate::engine::provisioning::launch_order;
-use crate::engine::requirements::{Requirement, Requirements};
-use crate::engine::resources::Resources;
-use crate::engine::scheduling::MAX_INSTANCE_TYPES;
 
 /// The first retry of a failed launch waits this long; each further one twice as long.
 const LAUNCH_BACKOFF: TimeDelta = TimeDelta::seconds(1);
 /// The longest wait between launch attempts.
 const LAUNCH_BACKOFF_MAX: TimeDelta = TimeDelta::minutes(2);
-
-/// A NodeClaim for `pool`, as upstream's `NodeClaimTemplate.ToNodeClaim` builds it: the
-/// template's labels, annotations (plus the nodepool hash), taints, startup taints,
-/// expireAfter and terminationGracePeriod, and the round's requirements narrowed to the
-/// instance types it may launch as.
-pub(super) fn nodeclaim_for(
-    name: &str,
-    pool: &NodePool,
-    requirements: &Requirements,
-    instance_types: &[String],
-    requests: Resources,
-    now: DateTime<Utc>,
-) -> NodeClaimObject {
-    let t = &pool.spec.template;
-    let mut reqs = requirements.clone();
-    reqs.add(Requirement::in_values(
-        labels::INSTANCE_TYPE,
-        instance_types.iter().take(MAX_INSTANCE_TYPES).cloned(),
-    ));
-    let mut claim_labels = t.metadata.labels.clone();
-    let pool_name = pool.metadata.name.clone().unwrap_or_default();
-    claim_labels.insert(labels::NODEPOOL.into(), pool_name.clone());
-    let mut annotations = t.metadata.annotations.clone();
-    annotations.insert(
-        labels::NODEPOOL_HASH.into(),
-        crate::engine::disruption::drift::nodepool_hash(pool),
-    );
-    let duration = |d: Option<std::time::Duration>| d.and_then(|d| TimeDelta::from_std(d).ok());
-    NodeClaimObject {
-        name: name.to_string(),
-        nodepool: pool_name,
-        requirements: reqs,
-        requests,
-        labels: claim_labels,
-        annotations,
-        taints: t.spec.taints.clone(),
-        startup_taints: t.spec.startup_taints.clone(),
-        expire_after: duration(t.spec.expire_after.value()),
-        termination_grace_period: duration(
-            t.spec
-                .termination_grace_period
-                .as_ref()
-                .and_then(|d| d.value()),
-        ),
-        created: now,
-        deleting: None,
-        finalizer: true,
-        launched: None,
-        initialized_at: None,
-    }
-}
 
 impl<C: Cluster, P: CloudProvider> Controller<C, P> {
     /// A fresh NodeClaim name for a pool: `<pool>-<5 lowercase alphanumerics>`, as the
@@ -266,6 +212,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                     zone: i.zone.clone(),
                     capacity_type: i.capacity_type,
                     price: i.price,
+                    capacity: it.map(|t| t.capacity.clone()).unwrap_or_default(),
                     allocatable: it.map(|t| t.allocatable()).unwrap_or_default(),
                     labels: it.map(|t| t.labels.clone()).unwrap_or_default(),
                     hostname: i.hostname.clone(),

@@ -52,6 +52,56 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         }
     }
 
+    /// Re-stamps NodeClaims another controller hashed (upstream Karpenter's
+    /// `nodepool-hash-version: v3`, on a cluster it used to manage) with our hash of their
+    /// pool, as upstream's `nodepool/hash/controller.go` does on a hash-version change:
+    /// a different way of hashing is not drift.
+    pub(super) async fn restamp_hashes(&mut self, now: DateTime<Utc>) {
+        use crate::api::labels::{NODEPOOL_HASH, NODEPOOL_HASH_VERSION};
+        use crate::engine::disruption::drift::{HASH_VERSION, nodepool_hash};
+        let due: Vec<(String, String)> = self
+            .registry
+            .records()
+            .filter(|r| r.claim.deleting.is_none())
+            .filter(|r| {
+                r.claim
+                    .annotations
+                    .get(NODEPOOL_HASH_VERSION)
+                    .is_some_and(|v| v != HASH_VERSION)
+            })
+            .filter_map(|r| {
+                let pool = self.state.nodepools.get(&r.claim.nodepool)?;
+                Some((r.claim.name.clone(), nodepool_hash(pool)))
+            })
+            .collect();
+        for (name, hash) in due {
+            let annotations = BTreeMap::from([
+                (NODEPOOL_HASH.to_string(), Some(hash.clone())),
+                (
+                    NODEPOOL_HASH_VERSION.to_string(),
+                    Some(HASH_VERSION.to_string()),
+                ),
+            ]);
+            let w = Write::Annotate {
+                target: crate::cluster::ObjectRef::NodeClaim(name.clone()),
+                annotations,
+            };
+            match self.cluster.write(w).await {
+                Ok(()) => {
+                    if let Some(r) = self.registry.get_mut(&name) {
+                        r.claim.annotations.insert(NODEPOOL_HASH.into(), hash);
+                        r.claim
+                            .annotations
+                            .insert(NODEPOOL_HASH_VERSION.into(), HASH_VERSION.into());
+                    }
+                    self.refresh_node(&name, now);
+                }
+                Err(ClusterError::NotFound { .. }) => {}
+                Err(e) => self.error(format!("re-stamping the nodepool hash of {name}: {e}")),
+            }
+        }
+    }
+
     /// Re-applies the unavailable-offerings cache to every pool's instance types.
     pub(super) fn refresh_instance_types(&mut self, now: DateTime<Utc>) {
         let fresh: BTreeMap<String, _> = self

@@ -34,8 +34,10 @@ mod notices;
 mod protocol;
 mod provisioner;
 mod records;
+mod registration;
 mod registry;
 mod snapshot;
+mod status;
 mod termination;
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -118,6 +120,8 @@ pub struct Controller<C: Cluster, P: CloudProvider> {
     /// and drift verdicts are asked for again.
     cloud_generation: u64,
 
+    /// Each NodePool's status as last written (see `status.rs`).
+    pool_status_written: HashMap<String, crate::cluster::PoolStatus>,
     /// The approval protocol's state in the cluster (decision records, requests, pauses).
     protocol: protocol::Protocol,
     /// The first round's recovery has run.
@@ -188,6 +192,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             last_pass: None,
             last_gc: None,
             cloud_generation: 0,
+            pool_status_written: HashMap::new(),
             protocol: protocol::Protocol::default(),
             recovered: false,
             recent: VecDeque::new(),
@@ -306,6 +311,8 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         }
         self.protocol_round(now).await;
         self.lifecycle(now).await;
+        self.restamp_hashes(now).await;
+        self.register_and_initialize().await;
         self.check_replacements(now).await;
         if self.batcher.take_if_closed(now) {
             let began = std::time::Instant::now();
@@ -323,6 +330,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             self.disruption_poll(now, full).await;
         }
         self.record_decisions().await;
+        self.write_status(now).await;
         self.terminate(now).await;
         if self.last_gc.is_none_or(|t| now - t >= GC_INTERVAL) {
             self.last_gc = Some(now);

@@ -5,9 +5,9 @@
 use chrono::{DateTime, Utc};
 
 use super::Controller;
-use super::launch::nodeclaim_for;
 use crate::cloud::CloudProvider;
 use crate::cluster::Cluster;
+use crate::cluster::template::nodeclaim_for;
 use crate::control::events::EventKind;
 use crate::control::metrics::PROVISIONED;
 use crate::engine::disruption::SimInput;

@@ -49,6 +49,13 @@ pub(super) struct NodeRecord {
     /// The last `DisruptionBlocked` reported: its kind of block and its words (reported
     /// again only when the kind changes).
     pub reported_block: Option<(std::mem::Discriminant<Block>, String)>,
+    /// Registration's and initialization's Node writes succeeded (each is made once;
+    /// a failed one is tried again next round).
+    pub registration_written: bool,
+    pub initialization_written: bool,
+    /// The status last written to the cluster (or read from it), so a write happens
+    /// only when something in it changed.
+    pub status_written: Option<crate::api::nodeclaim::NodeClaimStatus>,
 }
 
 /// Where a NodeClaim's launch stands. A NodeClaim with a provider id never launches
@@ -83,7 +90,15 @@ impl NodeRecord {
             launch: LaunchState::default(),
             drain_reported: None,
             reported_block: None,
+            registration_written: false,
+            initialization_written: false,
+            status_written: None,
         }
+    }
+
+    #[cfg(test)]
+    pub fn new_for_tests(claim: NodeClaimObject) -> NodeRecord {
+        NodeRecord::new(claim)
     }
 
     /// The provider id, once launched.
@@ -203,7 +218,11 @@ impl NodeRegistry {
             }
             None => {
                 started_deleting = claim.deleting.is_some();
-                self.records.insert(name.clone(), NodeRecord::new(claim));
+                let mut r = NodeRecord::new(claim);
+                // A NodeClaim read back after a restart: consolidateAfter counts from
+                // the last pod event the cluster recorded.
+                r.last_pod_event = r.claim.last_pod_event;
+                self.records.insert(name.clone(), r);
             }
         }
         self.link(&name);
@@ -310,6 +329,8 @@ pub(super) mod tests {
             finalizer: true,
             launched: None,
             initialized_at: None,
+            conditions: Vec::new(),
+            last_pod_event: None,
         }
     }
 
@@ -321,6 +342,7 @@ pub(super) mod tests {
             zone: "z".into(),
             capacity_type: CapacityType::OnDemand,
             price: 0.1,
+            capacity: Resources::default(),
             allocatable: Resources::default(),
             labels: Default::default(),
             hostname: "ip-1".into(),

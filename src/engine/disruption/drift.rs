@@ -7,9 +7,14 @@
 //! requirements; widening a requirement is not drift). Weight, limits and budgets are not in the hash:
 //! changing them never replaces a node.
 //!
-//! The hash is our own (FNV-1a over canonical JSON), not upstream's hashstructure value: a
-//! console attached to a cluster run by upstream Karpenter reads the NodeClaim's Drifted
-//! condition instead of recomputing it.
+//! The hash is our own (FNV-1a over canonical JSON), not upstream's hashstructure value,
+//! and is stamped with our own `karpenter.sh/nodepool-hash-version`. A NodeClaim stamped
+//! by another controller (upstream Karpenter writes `v3`) is judged by that controller's
+//! verdict, its Drifted condition, and never by comparing the two hashes: a console
+//! attached to an upstream cluster shows exactly the nodes upstream calls drifted. Our
+//! controller re-stamps such NodeClaims with its own hash, as upstream's
+//! `nodepool/hash/controller.go` re-stamps NodeClaims of an older hash version instead of
+//! drifting them.
 
 use std::collections::HashSet;
 use std::fmt;
@@ -33,6 +38,9 @@ use super::{Block, Movers, Replacement};
 pub enum DriftReason {
     /// From the cloud provider: AMIDrift, SubnetDrift, SecurityGroupDrift, NodeClassDrift.
     NodeClass(String),
+    /// The verdict of the controller that hashed the NodeClaim (its Drifted condition's
+    /// reason).
+    Recorded(String),
     NodePoolDrifted,
     /// The first pool requirement the node's labels fail, in words.
     RequirementsDrifted(String),
@@ -41,7 +49,7 @@ pub enum DriftReason {
 impl fmt::Display for DriftReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            DriftReason::NodeClass(r) => f.write_str(r),
+            DriftReason::NodeClass(r) | DriftReason::Recorded(r) => f.write_str(r),
             DriftReason::NodePoolDrifted => f.write_str("NodePoolDrifted"),
             DriftReason::RequirementsDrifted(why) => write!(f, "RequirementsDrifted ({why})"),
         }
@@ -59,6 +67,22 @@ struct StaticFields<'a> {
     node_class_ref: &'a NodeClassReference,
     expire_after: &'a str,
     termination_grace_period: Option<&'a str>,
+}
+
+/// Our `karpenter.sh/nodepool-hash-version`: a NodeClaim carrying another value (or
+/// none, when upstream Karpenter's Drifted condition is on it) was hashed by another
+/// controller.
+pub const HASH_VERSION: &str = "karpenter-tui-v1";
+
+/// The drift verdict of another controller for a NodeClaim it hashed (see
+/// [`StateNode::foreign_drift`]): `None` when the hash is ours (our version, or no
+/// version at all: what this controller wrote before it stamped one).
+pub fn foreign_verdict(
+    annotations: &std::collections::BTreeMap<String, String>,
+    drifted: Option<&str>,
+) -> Option<Option<String>> {
+    let version = annotations.get(labels::NODEPOOL_HASH_VERSION)?;
+    (version != HASH_VERSION).then(|| drifted.map(str::to_string))
 }
 
 /// The value of the `karpenter.sh/nodepool-hash` annotation a NodeClaim gets at launch.
@@ -107,6 +131,9 @@ impl PoolDrift {
 
     /// Whether (and why) the node drifted from the pool.
     pub fn of(&self, node: &StateNode) -> Option<DriftReason> {
+        if let Some(verdict) = &node.foreign_drift {
+            return verdict.clone().map(DriftReason::Recorded);
+        }
         if let Some(r) = &node.nodeclass_drift {
             return Some(DriftReason::NodeClass(r.clone()));
         }
@@ -199,6 +226,42 @@ mod tests {
         let catalog = Catalog::builtin();
         let it = catalog.get("m5.large").unwrap();
         StateNode::launched("n1", pool, it, CapacityType::OnDemand, DateTime::UNIX_EPOCH)
+    }
+
+    /// Seen attaching to an upstream cluster: NodeClaims hashed by upstream Karpenter
+    /// (`nodepool-hash-version: v3`, upstream's hash value) all got a drift decision
+    /// while upstream called none drifted. Upstream's verdict, the Drifted condition, is
+    /// what counts for them, whatever our hash of the pool says; our own NodeClaims (our
+    /// version, or none) are still judged by our hash.
+    #[test]
+    fn a_nodeclaim_upstream_hashed_is_drifted_only_when_upstream_says_so() {
+        let mut pool = NodePool::unconstrained("default");
+        pool.spec.template.spec.requirements = vec![req(labels::INSTANCE_TYPE, &["m5.xlarge"])];
+        let mut node = launched(&pool);
+        node.annotations
+            .insert(labels::NODEPOOL_HASH.into(), "6043340577633093155".into());
+        node.annotations
+            .insert(labels::NODEPOOL_HASH_VERSION.into(), "v3".into());
+        // Upstream's hash is not ours, and m5.large is outside the pool's requirements.
+        node.foreign_drift = foreign_verdict(&node.annotations, None);
+        assert_eq!(
+            drift(&node, &pool),
+            None,
+            "upstream has not called it drifted"
+        );
+
+        node.foreign_drift = foreign_verdict(&node.annotations, Some("NodePoolDrifted"));
+        assert_eq!(
+            drift(&node, &pool),
+            Some(DriftReason::Recorded("NodePoolDrifted".into()))
+        );
+
+        // Ours: the version we stamp, judged by our hash.
+        node.annotations
+            .insert(labels::NODEPOOL_HASH_VERSION.into(), HASH_VERSION.into());
+        node.foreign_drift = foreign_verdict(&node.annotations, None);
+        assert_eq!(node.foreign_drift, None);
+        assert_eq!(drift(&node, &pool), Some(DriftReason::NodePoolDrifted));
     }
 
     #[test]

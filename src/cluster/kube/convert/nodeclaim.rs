@@ -101,6 +101,16 @@ pub fn nodeclaim(
             .and_then(|s| s.condition(conditions::INITIALIZED))
             .filter(|c| c.status == "True")
             .map(|c| to_chrono(&c.last_transition_time)),
+        conditions: nc
+            .status
+            .as_ref()
+            .map(|s| s.conditions.clone())
+            .unwrap_or_default(),
+        last_pod_event: nc
+            .status
+            .as_ref()
+            .and_then(|s| s.last_pod_event_time.as_ref())
+            .map(to_chrono),
     })
 }
 
@@ -163,12 +173,20 @@ fn launched(
             .map(|(k, v)| (k.as_str(), v.0.as_str())),
         "status.allocatable",
     )?;
+    let capacity = quantity_map(
+        status
+            .capacity
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.0.as_str())),
+        "status.capacity",
+    )?;
     Ok(Some(Launched {
         provider_id: provider_id.to_string(),
         instance_type: instance_type.to_string(),
         zone: zone.to_string(),
         capacity_type,
         price: price(instance_type, zone, capacity_type).unwrap_or(0.0),
+        capacity,
         allocatable,
         labels: claim_labels.clone(),
         hostname: status.node_name.clone().unwrap_or_default(),
@@ -251,8 +269,7 @@ pub fn nodeclaim_manifest(claim: &NodeClaimObject, pool: &NodePool) -> NodeClaim
 /// NodeClaim (Registered and Initialized awaiting reconciliation, Ready reconciling its
 /// dependents), sorted by type as operatorpkg stores them.
 ///
-/// `status.capacity` is not written: [`Launched`] carries only allocatable, and writing
-/// allocatable as capacity would misstate the instance. A merge patch replaces the whole
+/// A merge patch replaces the whole
 /// conditions list, which is right for the one write a fresh NodeClaim's launch makes.
 /// Apply [`launched_labels`] first, as upstream writes metadata before status, so a
 /// watcher never sees Launched=True without the labels it is read from.
@@ -281,6 +298,12 @@ pub fn launched_status(launched: &Launched) -> Value {
         "allocatable".into(),
         serde_json::to_value(quantities(&launched.allocatable)).unwrap_or(Value::Null),
     );
+    if launched.capacity != crate::engine::resources::Resources::default() {
+        status.insert(
+            "capacity".into(),
+            serde_json::to_value(quantities(&launched.capacity)).unwrap_or(Value::Null),
+        );
+    }
     status.insert(
         "conditions".into(),
         json!([

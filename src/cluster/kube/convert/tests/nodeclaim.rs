@@ -300,6 +300,8 @@ pub(super) fn sample_claim(name: &str) -> NodeClaimObject {
         finalizer: true,
         launched: None,
         initialized_at: None,
+        conditions: Vec::new(),
+        last_pod_event: None,
     }
 }
 
@@ -310,6 +312,7 @@ pub(super) fn sample_launch() -> Launched {
         zone: "us-east-1b".into(),
         capacity_type: CapacityType::OnDemand,
         price: price_of("m5.xlarge", "us-east-1b", CapacityType::OnDemand),
+        capacity: Resources::parse([("cpu", "4"), ("memory", "16Gi"), ("pods", "58")]).unwrap(),
         allocatable: Resources::parse([("cpu", "3920m"), ("memory", "14162Mi"), ("pods", "58")])
             .unwrap(),
         labels: label_map(&[
@@ -410,7 +413,11 @@ fn the_launch_status_patch_holds_upstreams_conditions() {
         s["allocatable"],
         json!({"cpu": "3920m", "memory": "14162Mi", "pods": "58"})
     );
-    assert!(s.get("capacity").is_none());
+    assert_eq!(
+        s["capacity"],
+        json!({"cpu": "4", "memory": "16Gi", "pods": "58"}),
+        "kubectl get nodeclaims reads the instance's capacity"
+    );
     let conds = s["conditions"].as_array().unwrap();
     let summary: Vec<(&str, &str, &str)> = conds
         .iter()

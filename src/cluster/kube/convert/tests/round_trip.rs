@@ -61,9 +61,14 @@ fn through_the_api_server(claim: &NodeClaimObject, pool: &NodePool) -> NodeClaim
 /// The round trip's one documented difference: after launch the NodeClaim's labels are
 /// the template's plus the launch's (upstream's `PopulateNodeClaimDetails`), and both
 /// `labels` and `launched.labels` read back as that union; `launched.hostname` is
-/// `status.nodeName`, which only registration sets; the price comes from the callback.
+/// `status.nodeName`, which only registration sets; the price comes from the callback;
+/// the conditions are the ones the launch status wrote.
 fn expected_after_round_trip(claim: &NodeClaimObject) -> NodeClaimObject {
     let mut want = claim.clone();
+    if let Some(l) = &claim.launched {
+        want.conditions =
+            serde_json::from_value(launched_status(l)["status"]["conditions"].clone()).unwrap();
+    }
     want.labels
         .insert(labels::NODEPOOL.into(), claim.nodepool.clone());
     if let Some(l) = &mut want.launched {
@@ -205,6 +210,7 @@ fn launch() -> impl Strategy<Value = Launched> {
                 zone: zone.into(),
                 capacity_type: ct,
                 price: price_of(it, zone, ct),
+                capacity: allocatable.clone(),
                 allocatable,
                 labels,
                 hostname,
@@ -263,6 +269,8 @@ fn claim() -> impl Strategy<Value = NodeClaimObject> {
                     finalizer,
                     launched,
                     initialized_at: None,
+                    conditions: Vec::new(),
+                    last_pod_event: None,
                 }
             },
         )
