@@ -131,6 +131,19 @@ pub async fn attach<P: CloudProvider>(
 ) {
     loop {
         controller.reconcile().await;
+        // Replaces approved against upstream, wherever the cluster records one.
+        let replacing = controller.state().nodes.iter().any(|n| {
+            n.annotations
+                .contains_key(crate::api::protocol::REPLACED_BY)
+        });
+        if remote.write && remote.flavour == Flavour::Upstream && replacing {
+            for r in remote.advance_replacements(Utc::now()).await {
+                match r {
+                    Ok(done) => tracing::info!("{done}"),
+                    Err(e) => controller.record_error(e),
+                }
+            }
+        }
         let wait = (controller.next_wake() - Utc::now())
             .to_std()
             .unwrap_or_default()
@@ -158,13 +171,19 @@ async fn remote_request<P: CloudProvider>(
     request: Request,
 ) -> Result<String, String> {
     let snapshot = controller.snapshot();
-    let claims_of = |id: u64| -> Result<Vec<String>, String> {
-        let d = snapshot
+    let decision = |id: u64| {
+        snapshot
             .pending
             .iter()
             .find(|d| d.id == id)
-            .ok_or_else(|| format!("no pending decision #{id}"))?;
-        Ok(d.command.nodeclaims().map(str::to_string).collect())
+            .ok_or_else(|| format!("no pending decision #{id}"))
+    };
+    let claims_of = |id: u64| -> Result<Vec<String>, String> {
+        Ok(decision(id)?
+            .command
+            .nodeclaims()
+            .map(str::to_string)
+            .collect())
     };
     let pools: Vec<String> = snapshot.state.nodepools.keys().cloned().collect();
     match request {
@@ -172,8 +191,11 @@ async fn remote_request<P: CloudProvider>(
             let mut done = Vec::new();
             let mut failed = Vec::new();
             for id in ids {
-                match claims_of(id) {
-                    Ok(claims) => match remote.approve(id, &claims).await {
+                match decision(id) {
+                    Ok(d) => match remote
+                        .approve(id, &d.command, &snapshot.state.nodepools, Utc::now())
+                        .await
+                    {
                         Ok(msg) => done.push(msg),
                         Err(e) => failed.push(format!("#{id}: {e}")),
                     },

@@ -286,6 +286,7 @@ pub fn attach(
             namespace: conn.namespace.clone(),
             actor: conn.user.clone(),
             flavour,
+            write,
         };
         let label = live::attach_label(flavour, &conn.context, write);
         let mut opts = opts.clone();

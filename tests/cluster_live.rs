@@ -348,6 +348,43 @@ fn attach_to_upstream_pauses_a_pool_and_restores_its_budgets_byte_for_byte() {
         !annotations.contains_key("karpenter-tui.dev/saved-budgets"),
         "{resumed}"
     );
+    tmux.wait_for("the pause gone from the console", PATIENCE, |s| {
+        !s.contains("PAUSED: nodepool/default")
+    });
+
+    // Paused again, and someone edits the budgets meanwhile: resume must not put the
+    // saved ones back over that edit (seen: it did, silently); it shows both instead.
+    tmux.keys("P");
+    tmux.wait_for("the second pause", PATIENCE, |s| {
+        s.contains("PAUSED: nodepool/default")
+    });
+    peer.kubectl(
+        &[
+            "patch",
+            "nodepool",
+            "default",
+            "--type",
+            "merge",
+            "-p",
+            r#"{"spec":{"disruption":{"budgets":[{"nodes":"3"}]}}}"#,
+        ],
+        "",
+    );
+    eventually("the edit seen", || {
+        raw_budgets(&peer).contains(r#""3""#).then_some(())
+    });
+    tmux.keys("P");
+    tmux.wait_for("the refusal", PATIENCE, |s| s.contains("edited during"));
+    let edited = json(&peer, &["get", "nodepool", "default"]);
+    assert_eq!(
+        edited["spec"]["disruption"]["budgets"],
+        serde_json::json!([{"nodes": "3"}]),
+        "the edit stays"
+    );
+    assert!(
+        edited["metadata"]["annotations"]["karpenter-tui.dev/saved-budgets"].is_string(),
+        "the saved budgets stay for the operator to choose: {edited}"
+    );
     tmux.keys("q");
 }
 

@@ -43,3 +43,12 @@ pub const REPLACEMENT_OF: &str = "karpenter-tui.dev/replacement-of";
 pub const REJECTED_UNTIL: &str = "karpenter-tui.dev/rejected-until";
 /// Beside [`REJECTED_UNTIL`]: the operator's reason.
 pub const REJECTED_REASON: &str = "karpenter-tui.dev/rejected-reason";
+/// On each candidate NodeClaim of a replace a console approved against upstream
+/// Karpenter: JSON naming the decision, who approved, when, the candidates and the
+/// replacement NodeClaims created for them. The candidates are deleted once every
+/// replacement is Initialized (make-before-break); any console attached with `--write`
+/// carries it on after a restart.
+pub const REPLACED_BY: &str = "karpenter-tui.dev/replaced-by";
+/// On a replacement NodeClaim a console created against upstream Karpenter: the
+/// candidates it replaces, comma-separated (for `kubectl describe`).
+pub const REPLACES: &str = "karpenter-tui.dev/replaces";

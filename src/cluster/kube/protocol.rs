@@ -5,14 +5,15 @@
 //! - With our controller in the cluster, a console writes requests (annotations) that the
 //!   controller validates and acts on; pauses are annotations on NodePools (or on the
 //!   settings ConfigMap for every pool).
-//! - With upstream Karpenter, there is no approval gate to talk to. Approving deletes the
-//!   candidate NodeClaims, Karpenter's documented manual path (its termination controller
-//!   taints, drains with PDBs respected and terminates). Pausing sets the NodePool's
+//! - With upstream Karpenter, there is no approval gate to talk to. Approving a delete
+//!   deletes the candidate NodeClaims, Karpenter's documented manual path (its
+//!   termination controller taints, drains with PDBs respected and terminates); approving
+//!   a replace is make-before-break ([`super::replace`]). Pausing sets the NodePool's
 //!   budgets to `nodes: "0"` after saving the originals, byte for byte, in an annotation;
 //!   resuming puts those exact bytes back.
 
 use k8s_openapi::api::coordination::v1::Lease;
-use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use kube::api::{Api, Patch, PatchParams};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -72,6 +73,9 @@ pub struct Remote {
     /// Who the console acts as (the kubeconfig user).
     pub actor: String,
     pub flavour: Flavour,
+    /// Attached with `--write`: this console may act (it carries on replaces recorded
+    /// in the cluster, see [`super::replace`]).
+    pub write: bool,
 }
 
 fn api_err(what: &str, e: kube::Error) -> String {
@@ -141,6 +145,9 @@ pub fn budget_pause_patch(raw: &str, actor: &str) -> Result<String, String> {
 }
 
 /// The merge patch that resumes an upstream pool: the saved budgets, exactly as saved.
+/// Refused when someone changed the budgets during the pause (they are no longer the
+/// pause's `nodes: "0"`): putting the saved ones back would silently undo that edit, so
+/// the answer shows both and how to keep either.
 pub fn budget_resume_patch(raw: &str) -> Result<String, String> {
     let pool: RawPool = serde_json::from_str(raw).map_err(|e| format!("NodePool JSON: {e}"))?;
     let saved = pool
@@ -149,6 +156,24 @@ pub fn budget_resume_patch(raw: &str) -> Result<String, String> {
         .as_ref()
         .and_then(|a| a.get(keys::SAVED_BUDGETS))
         .ok_or("not paused by a console (no saved budgets)")?;
+    let current = pool
+        .spec
+        .as_ref()
+        .and_then(|s| s.disruption.as_ref())
+        .and_then(|d| d.budgets)
+        .map_or("null", |b| b.get());
+    let paused: serde_json::Value = serde_json::json!([{"nodes": "0"}]);
+    if serde_json::from_str::<serde_json::Value>(current)
+        .ok()
+        .as_ref()
+        != Some(&paused)
+    {
+        return Err(format!(
+            "its budgets were edited during the pause: now {current}, saved before the              pause {saved}; not overwritten. To keep the edited budgets: kubectl annotate              nodepool NAME {key}- {by}-; to restore the saved ones: put them back with              kubectl edit, then remove the same annotations",
+            key = keys::SAVED_BUDGETS,
+            by = keys::PAUSED_BY,
+        ));
+    }
     // The saved text must be JSON; it is spliced in verbatim to keep its bytes.
     let saved = RawValue::from_string(saved.clone())
         .map_err(|e| format!("annotation {}: not JSON: {e}", keys::SAVED_BUDGETS))?;
@@ -166,26 +191,23 @@ impl Remote {
         Api::all(self.client.clone())
     }
 
-    /// Approves a decision whose candidates are these NodeClaims.
-    pub async fn approve(&self, id: u64, claims: &[String]) -> Result<String, String> {
+    /// Approves decision `id` (its command as the console's engine proposed it; the
+    /// pools it may create replacements in).
+    pub async fn approve(
+        &self,
+        id: u64,
+        command: &crate::engine::disruption::Command,
+        pools: &std::collections::BTreeMap<String, NodePool>,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<String, String> {
         match self.flavour {
             Flavour::Ours => {
-                let claim = self.recorded_claim(id, claims).await?;
+                let claims: Vec<String> = command.nodeclaims().map(str::to_string).collect();
+                let claim = self.recorded_claim(id, &claims).await?;
                 self.request(&claim, keys::APPROVE, id, None).await?;
                 Ok(format!("approval of #{id} sent (on {claim})"))
             }
-            Flavour::Upstream => {
-                let api = self.nodeclaims();
-                for c in claims {
-                    api.delete(c, &DeleteParams::default())
-                        .await
-                        .map_err(|e| api_err(&format!("deleting NodeClaim {c}"), e))?;
-                }
-                Ok(format!(
-                    "#{id}: deleted NodeClaim {} (Karpenter drains and terminates)",
-                    claims.join(", ")
-                ))
-            }
+            Flavour::Upstream => self.replace_upstream(id, command, pools, now).await,
         }
     }
 
@@ -300,16 +322,28 @@ impl Remote {
             }
             Flavour::Upstream => {
                 let mut done = Vec::new();
+                let mut refused = Vec::new();
                 for p in pools {
                     let raw = self.raw_pool(p).await?;
-                    let Ok(patch) = budget_resume_patch(&raw) else {
-                        if all {
+                    let patch = match budget_resume_patch(&raw) {
+                        Ok(patch) => patch,
+                        Err(e) if e.starts_with("its budgets were edited") => {
+                            refused.push(format!("NodePool {p}: {}", e.replace("NAME", p)));
                             continue;
                         }
-                        return Err(format!("NodePool {p} was not paused by a console"));
+                        Err(_) if all => continue,
+                        Err(_) => return Err(format!("NodePool {p} was not paused by a console")),
                     };
                     self.patch_raw(p, patch).await?;
                     done.push(p.clone());
+                }
+                if !refused.is_empty() {
+                    let restored = if done.is_empty() {
+                        String::new()
+                    } else {
+                        format!("budgets of {} restored; ", done.join(", "))
+                    };
+                    return Err(format!("{restored}{}", refused.join("; ")));
                 }
                 Ok(format!("budgets of {} restored", done.join(", ")))
             }
@@ -410,6 +444,27 @@ mod tests {
             budget_resume_patch(POOL).is_err(),
             "nothing saved, nothing to resume"
         );
+    }
+
+    /// Seen: resuming put the saved budgets back over an edit made during the pause.
+    /// Now the resume refuses and shows both.
+    #[test]
+    fn resume_refuses_to_overwrite_budgets_edited_during_the_pause() {
+        let pause = budget_pause_patch(POOL, "alice").unwrap();
+        let v: serde_json::Value = serde_json::from_str(&pause).unwrap();
+        let saved = v["metadata"]["annotations"][keys::SAVED_BUDGETS]
+            .as_str()
+            .unwrap();
+        let edited = format!(
+            r#"{{"metadata":{{"name":"default","resourceVersion":"44","annotations":{{"{}":{},"{}":"alice"}}}},"spec":{{"disruption":{{"budgets":[{{"nodes":"3"}}]}}}}}}"#,
+            keys::SAVED_BUDGETS,
+            serde_json::to_string(saved).unwrap(),
+            keys::PAUSED_BY
+        );
+        let e = budget_resume_patch(&edited).unwrap_err();
+        assert!(e.contains(r#"now [{"nodes":"3"}]"#), "{e}");
+        assert!(e.contains("mon-fri"), "the saved budgets are shown: {e}");
+        assert!(e.contains("not overwritten"), "{e}");
     }
 
     #[test]
