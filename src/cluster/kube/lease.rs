@@ -17,10 +17,12 @@
 //!   racing for an expired lease, the API server lets one through and answers 409 Conflict
 //!   to the other, which then reads the winner's record and waits.
 //! - The leader renews every `retry_period`. It stops leading as soon as it has gone
-//!   `renew_deadline` without a successful renewal (counted from the start of the last one
-//!   that succeeded), or as soon as it reads another holder in the record. Because
-//!   `renew_deadline < lease_duration`, it has stopped before any other candidate can
-//!   consider the lease expired.
+//!   `renew_deadline` without a successful renewal (counted from when the last successful
+//!   write of the record was answered, as client-go counts: a slow acquire under load does
+//!   not eat into its first term), or as soon as it reads another holder in the record.
+//!   Others count `lease_duration` from when they first read that record, which is never
+//!   before it was written; because `renew_deadline < lease_duration`, the leader has
+//!   stopped before any other candidate can consider the lease expired.
 //! - On graceful shutdown the holder releases the lease (client-go's `ReleaseOnCancel`):
 //!   holder cleared, `leaseDurationSeconds: 1`, so a standby takes over at its next retry
 //!   instead of waiting out the lease.
@@ -310,14 +312,13 @@ impl LeaderElector {
         loop {
             // Candidate: try at once, then every retry period (jittered).
             let mut since = loop {
-                let started = Instant::now();
                 let attempt = tokio::select! {
                     _ = &mut shutdown => None,
                     a = tokio::time::timeout(self.config.renew_deadline, self.try_acquire_or_renew()) => Some(a),
                 };
                 match attempt {
                     None => return self.release().await,
-                    Some(Ok(Ok(Attempt::Held))) => break started,
+                    Some(Ok(Ok(Attempt::Held))) => break Instant::now(),
                     Some(Ok(Ok(Attempt::HeldBy(_)))) => {}
                     Some(Ok(Err(e))) => self.log_error(&e),
                     Some(Err(_)) => self.log_timeout(),
@@ -337,8 +338,8 @@ impl LeaderElector {
                 "leader election: acquired the lease, leading"
             );
 
-            // Leader: renew every retry period; `since` is when the last successful renewal
-            // started, which bounds when others may consider the lease expired.
+            // Leader: renew every retry period; `since` is when the last successful write
+            // was answered, and the renew deadline counts from there.
             let lost = loop {
                 tokio::select! {
                     _ = &mut shutdown => {
@@ -348,8 +349,7 @@ impl LeaderElector {
                     _ = tokio::time::sleep(self.config.retry_period) => {}
                 }
                 let deadline = since + self.config.renew_deadline;
-                let started = Instant::now();
-                if started >= deadline {
+                if Instant::now() >= deadline {
                     break "no successful renewal within the renew deadline".to_string();
                 }
                 let attempt = tokio::select! {
@@ -362,7 +362,7 @@ impl LeaderElector {
                         return self.release().await;
                     }
                     Some(Ok(Ok(Attempt::Held))) => {
-                        since = started;
+                        since = Instant::now();
                         self.last_error = None;
                     }
                     Some(Ok(Ok(Attempt::HeldBy(holder)))) => {
