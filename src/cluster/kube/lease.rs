@@ -244,6 +244,8 @@ pub struct LeaderElector {
     identity: String,
     config: LeaseConfig,
     leader: watch::Sender<bool>,
+    /// The holder named by the record as last read or written ("" when released).
+    holder: watch::Sender<String>,
     /// The lease as last read or written: its resourceVersion makes the next write
     /// conditional.
     lease: Option<Lease>,
@@ -271,6 +273,7 @@ impl LeaderElector {
             ));
         }
         let (leader, _) = watch::channel(false);
+        let (holder, _) = watch::channel(String::new());
         Ok(LeaderElector {
             api: Api::namespaced(client, namespace),
             name: name.to_string(),
@@ -278,6 +281,7 @@ impl LeaderElector {
             identity,
             config,
             leader,
+            holder,
             lease: None,
             observed_at: Instant::now(),
             last_error: None,
@@ -293,6 +297,17 @@ impl LeaderElector {
     /// elector can no longer vouch for it. The controller acts only while it reads true.
     pub fn subscribe(&self) -> watch::Receiver<bool> {
         self.leader.subscribe()
+    }
+
+    /// Who holds the lease as this candidate last read it: what a standby tells its
+    /// operator it is waiting for.
+    pub fn holder(&self) -> watch::Receiver<String> {
+        self.holder.subscribe()
+    }
+
+    /// The Lease's `namespace/name`.
+    pub fn lease(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
     }
 
     /// Runs the election until `shutdown` completes: acquire, renew, step down when renewal
@@ -479,6 +494,12 @@ impl LeaderElector {
                 );
             }
         }
+        let holder = holder_of(&lease).to_string();
+        self.holder.send_if_modified(|h| {
+            let changed = *h != holder;
+            *h = holder;
+            changed
+        });
         self.lease = Some(lease);
     }
 
@@ -539,6 +560,8 @@ impl LeaderElector {
         }
     }
 }
+
+pub mod holding;
 
 #[cfg(test)]
 mod tests;
