@@ -543,7 +543,7 @@ impl LeaderElector {
     }
 
     fn log_error(&mut self, e: &kube::Error) {
-        let text = e.to_string();
+        let text = super::reach::causes(e);
         if self.last_error.as_deref() == Some(text.as_str()) {
             tracing::debug!(lease = %self.name, error = %text, "leader election: attempt failed");
         } else {
