@@ -132,6 +132,8 @@ pub enum Command {
         kube: KubeArgs,
         #[command(flatten)]
         cloud: CloudArgs,
+        #[command(flatten)]
+        leader: LeaderArgs,
     },
     /// The console attached to a cluster where a controller already runs: ours (found by
     /// its Lease) or upstream Karpenter (found by its API). Nothing runs locally but an
@@ -158,10 +160,8 @@ pub enum Command {
         /// Where /metrics, /healthz and /readyz are served.
         #[arg(long, default_value = "0.0.0.0:8080", value_name = "ADDR:PORT")]
         metrics_addr: String,
-        /// Leader election timings in seconds: lease duration, renew deadline, retry
-        /// period (client-go's 15/10/2).
-        #[arg(long, default_value = "15,10,2", value_name = "D,R,P")]
-        lease: String,
+        #[command(flatten)]
+        leader: LeaderArgs,
     },
     /// Measure the engine (release builds only give meaningful figures).
     #[command(subcommand)]
@@ -180,6 +180,21 @@ pub struct KubeArgs {
     /// Namespace of the controller's Lease and of the settings ConfigMap.
     #[arg(long, env = "POD_NAMESPACE", default_value = "karpenter-tui")]
     pub namespace: String,
+}
+
+/// One controller at a time: `run` and `controller` elect a leader on the same Lease
+/// (a second one waits as a standby), and neither starts beside upstream Karpenter.
+#[derive(clap::Args, Debug, Clone)]
+pub struct LeaderArgs {
+    /// Leader election timings in seconds: lease duration, renew deadline, retry
+    /// period (client-go's 15/10/2).
+    #[arg(long, default_value = "15,10,2", value_name = "D,R,P")]
+    pub lease: String,
+    /// Start even though upstream Karpenter holds its Lease (karpenter-leader-election,
+    /// renewed within its duration): both controllers would then act on the same
+    /// NodeClaims.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// Which cloud launches nodes, and for `--cloud aws` how to reach EC2 and what nodes must

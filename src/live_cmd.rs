@@ -11,8 +11,10 @@ use karpenter_tui::cloud::aws::user_data::ClusterInfo;
 use karpenter_tui::cloud::aws::{AwsCloud, AwsOptions, price_book};
 use karpenter_tui::cloud::kwok::KwokCloud;
 use karpenter_tui::cloud::live::LiveCloud;
+use karpenter_tui::cluster::kube::lease::holding::{self, UPSTREAM_LEASE};
 use karpenter_tui::cluster::kube::lease::{LeaderElector, LeaseConfig, default_identity};
 use karpenter_tui::cluster::kube::protocol::{self, Remote};
+use karpenter_tui::cluster::kube::reach::{causes, reach};
 use karpenter_tui::cluster::kube::{self, Connection, KubeCluster, PriceBook};
 use karpenter_tui::control::approvals::{PolicyTable, Rule};
 use karpenter_tui::control::clock::SystemClock;
@@ -20,11 +22,11 @@ use karpenter_tui::control::controller::{Controller, Settings};
 use karpenter_tui::control::endpoints::{Endpoints, Health};
 use karpenter_tui::engine::catalog::Catalog;
 use karpenter_tui::live::{self, Stop};
-use karpenter_tui::tui::launch;
 use karpenter_tui::tui::logpane::LogPane;
+use karpenter_tui::tui::{connecting, launch};
 use tokio::sync::watch;
 
-use crate::cli::{Cloud, CloudArgs, KubeArgs};
+use crate::cli::{Cloud, CloudArgs, KubeArgs, LeaderArgs};
 
 /// How long the watches get to list the cluster before the controller gives up.
 const SYNC_LIMIT: Duration = Duration::from_secs(120);
@@ -147,86 +149,298 @@ fn block_on(body: impl std::future::Future<Output = Result<(), String>>) -> Exit
     }
 }
 
-/// Connects, and starts a controller's watches (see [`controller`]).
-async fn start(
-    kube: &KubeArgs,
+/// What a start step is doing, for the console's connecting screen (headless, the steps
+/// log instead).
+type Progress = watch::Sender<String>;
+
+/// The election, running: released (after the loop it guards has stopped) by [`Election::release`].
+struct Election {
+    task: tokio::task::JoinHandle<()>,
+    release: watch::Sender<bool>,
+}
+
+impl Election {
+    fn spawn(elector: LeaderElector) -> Election {
+        let (release, mut released) = watch::channel(false);
+        let task = tokio::spawn(elector.run(async move {
+            let _ = released.wait_for(|r| *r).await;
+        }));
+        Election { task, release }
+    }
+
+    /// Lets go of the lease, so a standby takes over at once; bounded, as the release is.
+    async fn release(self) {
+        let _ = self.release.send(true);
+        let _ = tokio::time::timeout(Duration::from_secs(15), self.task).await;
+    }
+}
+
+/// Refuses to start while upstream Karpenter holds its Lease (lease/holding.rs), unless
+/// `force`: two controllers would act on the same NodeClaims.
+async fn guard_upstream(conn: &Connection, force: bool) -> Result<(), String> {
+    let refusal = match holding::held(&conn.client, UPSTREAM_LEASE, &conn.namespace).await {
+        Ok(found) => holding::upstream_refusal(&found, chrono::Utc::now()),
+        Err(e) => Some(format!(
+            "cannot read Leases at {} to check for upstream Karpenter's \
+             ({UPSTREAM_LEASE}): {}; pass --force to start without the check",
+            conn.server,
+            causes(&e)
+        )),
+    };
+    match refusal {
+        Some(why) if force => {
+            tracing::warn!("--force: {why}");
+            eprintln!("karpenter-tui: starting anyway (--force): {why}");
+            Ok(())
+        }
+        Some(why) => Err(why),
+        None => Ok(()),
+    }
+}
+
+/// A controller that leads, or waits to.
+struct Started {
+    controller: Controller<KubeCluster, LiveCloud>,
+    leader: watch::Receiver<bool>,
+    holder: watch::Receiver<String>,
+    lease: String,
+}
+
+/// The start `run` and `controller` share, once the kubeconfig is read: reach the API
+/// server, refuse to start beside upstream Karpenter, compete for the Lease (the
+/// election is left in `election`, so that a start given up half-way still releases
+/// it), start the watches and wait until they have listed the cluster. Leading is not
+/// awaited: a standby syncs too.
+#[allow(clippy::too_many_arguments)]
+async fn start_controller(
+    conn: &Connection,
     cloud: &CloudArgs,
     policy: PolicyTable,
-    identity: impl FnOnce(&Connection) -> String,
-) -> Result<(Connection, Controller<KubeCluster, LiveCloud>), String> {
-    let conn = connect(kube).await?;
-    let identity = identity(&conn);
-    let controller = controller(&conn, cloud, policy, &identity, None).await?;
-    Ok((conn, controller))
+    leader: &LeaderArgs,
+    identity: &str,
+    progress: &Progress,
+    election: &mut Option<Election>,
+) -> Result<Started, String> {
+    let config = lease_config(&leader.lease)?;
+    reach(&conn.client, &conn.server, progress).await;
+    progress.send_replace(format!(
+        "checking {} for upstream Karpenter's Lease",
+        conn.server
+    ));
+    guard_upstream(conn, leader.force).await?;
+    let lease_name = karpenter_tui::api::protocol::LEASE;
+    let elector = LeaderElector::new(
+        conn.client.clone(),
+        &conn.namespace,
+        lease_name,
+        identity.to_string(),
+        config,
+    )
+    .map_err(|e| e.to_string())?;
+    let leading = elector.subscribe();
+    let holder = elector.holder();
+    let lease = elector.lease();
+    *election = Some(Election::spawn(elector));
+    progress.send_replace(format!("starting the controller against {}", conn.server));
+    let mut controller = controller(conn, cloud, policy, identity, Some(leading.clone())).await?;
+    progress.send_replace(format!("listing the cluster's objects at {}", conn.server));
+    let wake = controller.parts_mut().0.wake();
+    live::wait_synced(&mut controller, &wake, SYNC_LIMIT).await?;
+    Ok(Started {
+        controller,
+        leader: leading,
+        holder,
+        lease,
+    })
+}
+
+/// Waits until `started` leads, saying once (and on the connecting screen) who holds the
+/// Lease meanwhile.
+async fn lead(started: &mut Started, identity: &str, progress: &Progress) {
+    let mut said = String::new();
+    loop {
+        if *started.leader.borrow() {
+            eprintln!("karpenter-tui: {identity} leads");
+            return;
+        }
+        let holder = started.holder.borrow().clone();
+        if !holder.is_empty() && holder != said {
+            let text = format!(
+                "standby: the Lease {} is held by {holder}; this controller acts once it \
+                 is released or expires",
+                started.lease
+            );
+            eprintln!("karpenter-tui: {text}");
+            progress.send_replace(text);
+            said = holder;
+        }
+        tokio::select! {
+            _ = started.leader.changed() => {}
+            _ = started.holder.changed() => {}
+        }
+    }
+}
+
+/// Runs `start` unless a stop comes first (`None` then), calling `tick` every 5 s while
+/// it waits (a controller's liveness heartbeat).
+async fn unless_stopped<T>(
+    stop: &mut watch::Receiver<bool>,
+    start: impl std::future::Future<Output = T>,
+    mut tick: impl FnMut(),
+) -> Option<T> {
+    let mut start = std::pin::pin!(start);
+    let mut beat = tokio::time::interval(Duration::from_secs(5));
+    loop {
+        tokio::select! {
+            done = &mut start => return Some(done),
+            _ = stop.wait_for(|s| *s) => return None,
+            _ = beat.tick() => tick(),
+        }
+    }
+}
+
+/// A stop that turns true on SIGTERM or Ctrl-C.
+fn stop_on_signal() -> (watch::Sender<bool>, watch::Receiver<bool>) {
+    let (tx, rx) = watch::channel(false);
+    let signal_tx = tx.clone();
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        tracing::info!("SIGTERM: stopping");
+        let _ = signal_tx.send(true);
+    });
+    (tx, rx)
 }
 
 /// `run`: the controller in-process against the cluster, with the console on a terminal
-/// or event lines (JSON) on stdout otherwise.
+/// or event lines (JSON) on stdout otherwise. It holds the same Lease as `controller`:
+/// a second `run` or `controller` waits as a standby, and attached consoles know it is
+/// ours.
 pub fn run(
     kube: &KubeArgs,
     cloud: &CloudArgs,
+    leader: &LeaderArgs,
     rules: Option<Vec<String>>,
     opts: &launch::Options,
     pane: Option<LogPane>,
 ) -> ExitCode {
     block_on(async {
         let policy = policy(rules)?;
-        let (conn, mut controller) = start(kube, cloud, policy, |c| {
-            format!("{}@{}", c.user, default_identity())
-        })
-        .await?;
-        let wake = controller.parts_mut().0.wake();
-        live::wait_synced(&mut controller, &wake, SYNC_LIMIT).await?;
-        let (stop_tx, stop) = watch::channel(false);
-        let Some(pane) = pane else {
-            tokio::spawn(async move {
-                shutdown_signal().await;
-                let _ = stop_tx.send(true);
-            });
-            // Not on a terminal: the events as JSON lines, as `simulate` prints them.
-            live::drive(&mut controller, wake, None, "controller", stop, None, |c| {
-                for e in c.take_events() {
-                    if let Ok(line) = serde_json::to_string(&e) {
-                        println!("{line}");
-                    }
-                }
-            })
-            .await;
-            return Ok(());
+        lease_config(&leader.lease)?;
+        let conn = connect(kube).await?;
+        let identity = format!("{}@{}", conn.user, default_identity());
+        let (progress, progress_rx) = watch::channel(String::new());
+        let mut election = None;
+        let start = async {
+            let mut started = start_controller(
+                &conn,
+                cloud,
+                policy,
+                leader,
+                &identity,
+                &progress,
+                &mut election,
+            )
+            .await?;
+            lead(&mut started, &identity, &progress).await;
+            Ok::<_, String>(started)
         };
-        let label = format!(
-            "cluster {} · in-process controller · {}",
-            conn.context, conn.user
-        );
-        let snapshots = controller.subscribe();
-        let actor = format!("console:{}", conn.user);
-        // The console quitting closes the request channel, which ends the loop.
-        launch::run_backend(
-            snapshots,
-            label,
-            Some(actor),
-            opts,
-            pane,
-            move |requests, actor| {
-                tokio::spawn(async move {
-                    let _keep = stop_tx;
-                    let mut controller = controller;
-                    live::drive(
-                        &mut controller,
-                        wake,
-                        Some(requests),
-                        &actor,
-                        stop,
-                        None,
-                        |_| {},
-                    )
-                    .await;
-                })
-            },
-        )
-        .await
-        .map(drop)
-        .map_err(|e| format!("terminal: {e}"))
+        let (stop_tx, mut stop) = stop_on_signal();
+        let started = match &pane {
+            None => unless_stopped(&mut stop, start, || {}).await,
+            Some(_) => {
+                let title = format!("run · context {} · {}", conn.context, conn.user);
+                connecting::run(&title, progress_rx, start)
+                    .await
+                    .map_err(|e| format!("terminal: {e}"))?
+            }
+        };
+        let release = |election: Option<Election>| async move {
+            if let Some(e) = election {
+                e.release().await;
+            }
+        };
+        let Started {
+            mut controller,
+            leader: leading,
+            ..
+        } = match started {
+            None => {
+                release(election).await;
+                eprintln!("karpenter-tui: stopped before the controller started");
+                return Ok(());
+            }
+            Some(Err(e)) => {
+                release(election).await;
+                return Err(e);
+            }
+            Some(Ok(s)) => s,
+        };
+        let wake = controller.parts_mut().0.wake();
+        let outcome = match pane {
+            None => {
+                // Not on a terminal: the events as JSON lines, as `simulate` prints them.
+                live::drive(
+                    &mut controller,
+                    wake,
+                    None,
+                    "controller",
+                    stop,
+                    Some(leading),
+                    |c| {
+                        for e in c.take_events() {
+                            if let Ok(line) = serde_json::to_string(&e) {
+                                println!("{line}");
+                            }
+                        }
+                    },
+                )
+                .await
+            }
+            Some(pane) => {
+                let label = format!(
+                    "cluster {} · in-process controller · {}",
+                    conn.context, conn.user
+                );
+                let snapshots = controller.subscribe();
+                let actor = format!("console:{}", conn.user);
+                // The console quitting closes the request channel, which ends the loop.
+                let (done, _) = launch::run_backend(
+                    snapshots,
+                    label,
+                    Some(actor),
+                    opts,
+                    pane,
+                    move |requests, actor| {
+                        tokio::spawn(async move {
+                            let _keep = stop_tx;
+                            let mut controller = controller;
+                            live::drive(
+                                &mut controller,
+                                wake,
+                                Some(requests),
+                                &actor,
+                                stop,
+                                Some(leading),
+                                |_| {},
+                            )
+                            .await
+                        })
+                    },
+                )
+                .await
+                .map_err(|e| format!("terminal: {e}"))?;
+                done.unwrap_or(Stop::Requested)
+            }
+        };
+        // The loop has stopped acting: only now may the lease go to someone else.
+        release(election).await;
+        match outcome {
+            Stop::Requested => Ok(()),
+            Stop::LostLeadership => Err(format!(
+                "{identity}: lost the Lease {}; stopped acting",
+                karpenter_tui::api::protocol::LEASE
+            )),
+        }
     })
 }
 
@@ -254,6 +468,7 @@ async fn shutdown_signal() {
 }
 
 /// `attach`: the console over an observing controller; requests become protocol writes.
+/// Until the API server answers and the cluster is listed, the connecting screen says so.
 pub fn attach(
     kube: &KubeArgs,
     write: bool,
@@ -273,14 +488,29 @@ pub fn attach(
             cluster_cidr: None,
             kubernetes_version: None,
         };
-        let (conn, controller) = start(kube, &sim, PolicyTable::default(), |c| {
-            format!("{}@{}", c.user, default_identity())
-        })
-        .await?;
-        let flavour = protocol::detect(&conn.client, &conn.namespace).await?;
-        let mut controller = controller.observing();
-        let wake = controller.parts_mut().0.wake();
-        live::wait_synced(&mut controller, &wake, SYNC_LIMIT).await?;
+        let conn = connect(kube).await?;
+        let (progress, progress_rx) = watch::channel(String::new());
+        let start = async {
+            reach(&conn.client, &conn.server, &progress).await;
+            progress.send_replace(format!("finding the controller at {}", conn.server));
+            let flavour = protocol::detect(&conn.client, &conn.namespace).await?;
+            let identity = format!("{}@{}", conn.user, default_identity());
+            let controller =
+                controller(&conn, &sim, PolicyTable::default(), &identity, None).await?;
+            let mut controller = controller.observing();
+            progress.send_replace(format!("listing the cluster's objects at {}", conn.server));
+            let wake = controller.parts_mut().0.wake();
+            live::wait_synced(&mut controller, &wake, SYNC_LIMIT).await?;
+            Ok::<_, String>((flavour, controller, wake))
+        };
+        let title = format!("attach · context {} · {}", conn.context, conn.user);
+        let (flavour, mut controller, wake) = match connecting::run(&title, progress_rx, start)
+            .await
+            .map_err(|e| format!("terminal: {e}"))?
+        {
+            None => return Ok(()),
+            Some(started) => started?,
+        };
         let remote = Remote {
             client: conn.client.clone(),
             namespace: conn.namespace.clone(),
@@ -331,39 +561,30 @@ fn lease_config(text: &str) -> Result<LeaseConfig, String> {
     Ok(config)
 }
 
-/// `controller`: headless. Serves the endpoints at once, is ready once the watches listed
-/// the cluster, competes for the Lease, and acts only while it leads. Losing the lease ends
-/// the process (exit 1) as upstream's does, so Kubernetes restarts it as a fresh
-/// candidate; SIGTERM stops the loop, then releases the lease so the other replica takes
-/// over without waiting for it to expire.
+/// `controller`: headless. Serves the endpoints at once, reaches the API server (backing
+/// off, one log line per attempt), refuses to start beside upstream Karpenter, is ready
+/// once the watches listed the cluster, competes for the Lease, and acts only while it
+/// leads. Losing the lease ends the process (exit 1) as upstream's does, so Kubernetes
+/// restarts it as a fresh candidate; SIGTERM stops it at any point, the start included,
+/// then releases the lease so the other replica takes over without waiting for it to
+/// expire.
 pub fn controller_cmd(
     kube: &KubeArgs,
     cloud: &CloudArgs,
     metrics_addr: &str,
-    lease: &str,
+    leader: &LeaderArgs,
     rules: Option<Vec<String>>,
 ) -> ExitCode {
     block_on(async {
         let addr: SocketAddr = metrics_addr
             .parse()
             .map_err(|e| format!("--metrics-addr {metrics_addr:?}: {e}"))?;
-        let config = lease_config(lease)?;
+        lease_config(&leader.lease)?;
         let policy = policy(rules)?;
         let identity = default_identity();
         let conn = connect(kube).await?;
         let lease_name = karpenter_tui::api::protocol::LEASE;
-        let elector = LeaderElector::new(
-            conn.client.clone(),
-            &conn.namespace,
-            lease_name,
-            identity.clone(),
-            config,
-        )
-        .map_err(|e| e.to_string())?;
-        let mut leader = elector.subscribe();
-        let mut controller =
-            controller(&conn, cloud, policy, &identity, Some(leader.clone())).await?;
-        let metrics = controller.disruption.metrics.clone();
+        let metrics = karpenter_tui::control::metrics::Metrics::default();
         let health = Health::new(karpenter_tui::control::endpoints::DEFAULT_STALL_AFTER);
         let endpoints = Endpoints::bind(addr, metrics.clone(), health.clone())
             .await
@@ -372,65 +593,80 @@ pub fn controller_cmd(
             tracing::info!("serving /metrics, /healthz, /readyz on {a}");
             eprintln!("karpenter-tui: endpoints on {a}");
         }
-        let (stop_tx, stop) = watch::channel(false);
+        let (stop_tx, mut stop) = stop_on_signal();
         let mut stopped = stop.clone();
         let endpoints_task = tokio::spawn(endpoints.serve(async move {
             let _ = stopped.wait_for(|s| *s).await;
         }));
-        let (release_tx, mut release) = watch::channel(false);
-        let election = tokio::spawn(elector.run(async move {
-            let _ = release.wait_for(|r| *r).await;
-        }));
-        let signal_tx = stop_tx.clone();
-        tokio::spawn(async move {
-            shutdown_signal().await;
-            tracing::info!("SIGTERM: stopping");
-            let _ = signal_tx.send(true);
-        });
         metrics.set_leader(lease_name, false);
-        let wake = controller.parts_mut().0.wake();
+        let (progress, _) = watch::channel(String::new());
+        let mut election = None;
         // Ready once the watches listed the cluster, leader or not: a standby that is
         // never ready would stall every rolling update of the Deployment (upstream's
         // standby replicas are ready too). The watches keep running while it waits, so a
         // new leader acts on a synced picture at once.
-        live::wait_synced(&mut controller, &wake, SYNC_LIMIT).await?;
-        metrics.set_synced(true);
-        health.set_ready(true);
-        let mut stop_wait = stop.clone();
-        let mut beat = tokio::time::interval(Duration::from_secs(5));
-        let became_leader = loop {
-            tokio::select! {
-                r = leader.wait_for(|l| *l) => break r.is_ok(),
-                _ = stop_wait.wait_for(|s| *s) => break false,
-                // A standby is alive too.
-                _ = beat.tick() => health.beat(),
+        let start = start_controller(
+            &conn,
+            cloud,
+            policy,
+            leader,
+            &identity,
+            &progress,
+            &mut election,
+        );
+        let beat = health.clone();
+        let started = unless_stopped(&mut stop, start, || beat.beat()).await;
+        let outcome = match started {
+            None => {
+                eprintln!("karpenter-tui: stopped before the controller started");
+                Ok(Stop::Requested)
             }
-        };
-        let outcome = if became_leader {
-            eprintln!("karpenter-tui: {identity} leads");
-            metrics.set_leader(lease_name, true);
-            let beat = health.clone();
-            live::drive(
-                &mut controller,
-                wake,
-                None,
-                "controller",
-                stop.clone(),
-                Some(leader.clone()),
-                move |_| beat.beat(),
-            )
-            .await
-        } else {
-            Stop::Requested
+            Some(Err(e)) => Err(e),
+            Some(Ok(mut started)) => {
+                // The endpoints have served these metrics since the start.
+                started.controller.disruption.metrics = metrics.clone();
+                metrics.set_synced(true);
+                health.set_ready(true);
+                let mut stop_wait = stop.clone();
+                let mut beat = tokio::time::interval(Duration::from_secs(5));
+                let became_leader = loop {
+                    tokio::select! {
+                        r = started.leader.wait_for(|l| *l) => break r.is_ok(),
+                        _ = stop_wait.wait_for(|s| *s) => break false,
+                        // A standby is alive too.
+                        _ = beat.tick() => health.beat(),
+                    }
+                };
+                let outcome = if became_leader {
+                    eprintln!("karpenter-tui: {identity} leads");
+                    metrics.set_leader(lease_name, true);
+                    let beat = health.clone();
+                    let wake = started.controller.parts_mut().0.wake();
+                    live::drive(
+                        &mut started.controller,
+                        wake,
+                        None,
+                        "controller",
+                        stop.clone(),
+                        Some(started.leader.clone()),
+                        move |_| beat.beat(),
+                    )
+                    .await
+                } else {
+                    Stop::Requested
+                };
+                Ok(outcome)
+            }
         };
         metrics.set_leader(lease_name, false);
         health.set_ready(false);
         // The loop has stopped acting: only now may the lease go to someone else.
-        let _ = release_tx.send(true);
-        let _ = tokio::time::timeout(Duration::from_secs(5), election).await;
+        if let Some(election) = election {
+            election.release().await;
+        }
         let _ = stop_tx.send(true);
         let _ = tokio::time::timeout(Duration::from_secs(2), endpoints_task).await;
-        match outcome {
+        match outcome? {
             Stop::Requested => Ok(()),
             Stop::LostLeadership => Err(format!(
                 "{identity}: leader election lost; exiting so a fresh candidate starts"

@@ -80,9 +80,18 @@ fn main() -> ExitCode {
         }
         Some(Command::Migrate { file }) => run_migrate(&file),
         Some(Command::Bench(b)) => run_bench(b),
-        Some(Command::Run { kube, cloud }) => {
-            live_cmd::run(&kube, &cloud, cli.approve.rules(), &console_opts, pane)
-        }
+        Some(Command::Run {
+            kube,
+            cloud,
+            leader,
+        }) => live_cmd::run(
+            &kube,
+            &cloud,
+            &leader,
+            cli.approve.rules(),
+            &console_opts,
+            pane,
+        ),
         Some(Command::Attach { kube, write }) => {
             live_cmd::attach(&kube, write, &console_opts, pane)
         }
@@ -90,8 +99,8 @@ fn main() -> ExitCode {
             kube,
             cloud,
             metrics_addr,
-            lease,
-        }) => live_cmd::controller_cmd(&kube, &cloud, &metrics_addr, &lease, cli.approve.rules()),
+            leader,
+        }) => live_cmd::controller_cmd(&kube, &cloud, &metrics_addr, &leader, cli.approve.rules()),
     }
 }
 
@@ -99,6 +108,12 @@ fn main() -> ExitCode {
 fn init_logging(filter: &str, pane: Option<LogPane>) {
     let filter = tracing_subscriber::EnvFilter::try_new(filter)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    // kube-rs logs every failed request at error level without the URL; what failed is
+    // reported by our callers, once, naming the server (cluster/kube/reach.rs).
+    let filter = match "kube_client::client::builder=off".parse() {
+        Ok(quiet) if !filter.to_string().contains("kube_client") => filter.add_directive(quiet),
+        _ => filter,
+    };
     let builder = tracing_subscriber::fmt().with_env_filter(filter);
     match pane {
         Some(pane) => builder.with_ansi(false).with_writer(pane).init(),

@@ -206,6 +206,12 @@ fn the_cluster_role_grants_exactly_what_the_controller_needs() {
         ("policy", "poddisruptionbudgets", READ, ""),
         ("events.k8s.io", "events", &["create", "patch"], ""),
         ("", "events", &["create", "patch"], ""),
+        (
+            "coordination.k8s.io",
+            "leases",
+            &["get", "list"],
+            "karpenter-leader-election",
+        ),
     ]);
     let have = grants(role);
     let missing: Vec<_> = want.difference(&have).collect();

@@ -281,3 +281,38 @@ async fn a_leader_that_cannot_renew_stops_leading_within_the_renew_deadline() {
     );
     a.shut_down().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_acquire_does_not_shorten_the_first_term() {
+    let peer = KubePeer::start();
+    // The API server is slow: the create that takes the lease is answered 4 s late and
+    // the first renewal 1 s late. Counted from the start of the acquire, the 5 s renew
+    // deadline would end 1 s after the lease was won, while that renewal is still on its
+    // way, and the leader would step down although every write succeeded.
+    peer.delay("POST", "/leases", 4.0, 1);
+    peer.delay("PUT", "/leases/", 1.0, 1);
+    let config = LeaseConfig {
+        lease_duration: Duration::from_secs(10),
+        renew_deadline: Duration::from_secs(5),
+        retry_period: Duration::from_millis(500),
+    };
+    let mut a = Candidate::start(peer.client().await, "replica-a", config);
+    assert!(a.becomes(true, PATIENCE).await, "the only candidate leads");
+    // It keeps leading through the slow renewal and the quick ones after it.
+    let mut flag = a.leader.clone();
+    let until = Instant::now() + Duration::from_secs(4);
+    while Instant::now() < until {
+        tokio::select! {
+            _ = flag.changed() => {}
+            _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+        }
+        assert!(
+            *flag.borrow_and_update(),
+            "stepped down although every renewal succeeded"
+        );
+    }
+    let spec = lease_spec(&peer);
+    assert_eq!(spec["holderIdentity"], "replica-a", "{spec}");
+    assert_ne!(spec["acquireTime"], spec["renewTime"], "it renewed: {spec}");
+    a.shut_down().await;
+}

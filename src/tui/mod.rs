@@ -4,6 +4,7 @@
 
 pub mod app;
 pub mod config;
+pub mod connecting;
 pub mod console;
 pub mod format;
 pub mod frame;

@@ -107,7 +107,10 @@ Added for the kube-rs controller backend and its tests:
     answers {"remaining": R, "served": S, "faults": [{"id", "method", "path_contains",
     "status", "count", "retry_after", "remaining", "served"}, ...]}: R left of the
     queued faults, S served since the start; `DELETE /_peer/faults` forgets the queued
-    ones (and answers the same summary).
+    ones (and answers the same summary). With "delay": S (seconds, default 0) a fault
+    holds each matching request S seconds first; a fault with a delay and no "status"
+    then lets the request through to the emulator, which answers it late (a slow or
+    loaded API server).
 19. Lost watches. `POST /_peer/drop-watches` aborts the connection of every open watch
     (no final chunk: the client sees the stream break, as when a load balancer or the
     network drops it) and answers {"dropped": N}.
@@ -528,20 +531,28 @@ class Fault:
     status: int
     count: int
     retry_after: int
+    delay: float = 0.0
     served: int = 0
 
     @classmethod
     def parse(cls, id: int, body) -> 'Fault':
         if not isinstance(body, dict):
             raise ValueError('the body must be a JSON object')
-        unknown = set(body) - {'method', 'path_contains', 'status', 'count', 'retry_after'}
+        unknown = set(body) - {'method', 'path_contains', 'status', 'count', 'retry_after',
+                               'delay'}
         if unknown:
             raise ValueError(f'unknown fields {sorted(unknown)}')
         fault = cls(
             id=id, method=str(body.get('method', '*')).upper(),
             path_contains=body.get('path_contains', ''), status=body.get('status'),
             count=body.get('count', 1), retry_after=body.get('retry_after', 1),
+            delay=body.get('delay', 0.0),
         )
+        if (not isinstance(fault.delay, (int, float)) or isinstance(fault.delay, bool)
+                or fault.delay < 0):
+            raise ValueError('delay must be a non-negative number of seconds')
+        if fault.status is None and fault.delay > 0:
+            return fault
         if fault.method not in FAULT_METHODS:
             raise ValueError(f'method must be one of {sorted(FAULT_METHODS)}')
         if not isinstance(fault.path_contains, str):
@@ -846,7 +857,11 @@ class Apiserver(kmock.KubernetesEmulator):
                  'status': None, 'injected': False}
         self.request_log.append(entry)
         raw['peer_log_entry'] = entry  # _serve_watch sets the status of a watch
-        if fault := next((f for f in self.faults if f.matches(raw)), None):
+        fault = next((f for f in self.faults if f.matches(raw)), None)
+        if fault is not None and fault.delay > 0:
+            fault.served += fault.status is None
+            await asyncio.sleep(fault.delay)
+        if fault is not None and fault.status is not None:
             await raw.read()
             entry['injected'] = True
             self.faults_served += 1

@@ -148,6 +148,15 @@ impl KubePeer {
         self.control("POST", "faults", Some(&fault));
     }
 
+    /// The next `count` API requests with `method` whose path contains `path_contains`
+    /// are held `seconds` each, then answered by the emulator: a slow API server.
+    #[allow(dead_code)]
+    pub fn delay(&self, method: &str, path_contains: &str, seconds: f64, count: u32) {
+        let fault = json!({"method": method, "path_contains": path_contains,
+                           "delay": seconds, "count": count});
+        self.control("POST", "faults", Some(&fault));
+    }
+
     /// Turns on the peer's kube-scheduler stand-in (kmock_server.py item 21): pending pods
     /// are bound to Ready nodes they fit, `min`..`max` seconds after they could be, and
     /// those that fit nowhere are marked Unschedulable.

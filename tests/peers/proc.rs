@@ -22,6 +22,9 @@ pub struct Proc {
     child: Child,
     stderr: Arc<Mutex<String>>,
     stdout: Arc<Mutex<String>>,
+    /// The threads collecting stdout and stderr; joined once the process has exited, so
+    /// its last lines are in.
+    readers: Vec<std::thread::JoinHandle<()>>,
 }
 
 #[allow(dead_code)]
@@ -43,6 +46,7 @@ impl Proc {
             .expect("start karpenter-tui");
         let stderr = Arc::new(Mutex::new(String::new()));
         let stdout = Arc::new(Mutex::new(String::new()));
+        let mut readers = Vec::new();
         for (pipe, sink) in [
             (
                 Box::new(child.stderr.take().unwrap()) as Box<dyn Read + Send>,
@@ -50,19 +54,20 @@ impl Proc {
             ),
             (Box::new(child.stdout.take().unwrap()), stdout.clone()),
         ] {
-            std::thread::spawn(move || {
+            readers.push(std::thread::spawn(move || {
                 for line in BufReader::new(pipe).lines() {
                     let Ok(line) = line else { break };
                     let mut s = sink.lock().unwrap();
                     s.push_str(&line);
                     s.push('\n');
                 }
-            });
+            }));
         }
         Proc {
             child,
             stderr,
             stdout,
+            readers,
         }
     }
 
@@ -97,17 +102,30 @@ impl Proc {
 
     /// SIGTERM, then the exit code.
     pub fn terminate(&mut self) -> Option<i32> {
+        self.terminate_within(PATIENCE)
+    }
+
+    /// SIGTERM, then the exit code; panics if the process is still running after `limit`.
+    pub fn terminate_within(&mut self, limit: Duration) -> Option<i32> {
         let _ = Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
             .status();
+        self.wait_exit(limit)
+    }
+
+    /// Waits for the process to exit on its own; its exit code. Panics after `limit`.
+    pub fn wait_exit(&mut self, limit: Duration) -> Option<i32> {
         let start = Instant::now();
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
+                for r in self.readers.drain(..) {
+                    let _ = r.join();
+                }
                 return status.code();
             }
             assert!(
-                start.elapsed() < PATIENCE,
-                "no exit after SIGTERM; stderr:\n{}",
+                start.elapsed() < limit,
+                "still running after {limit:?}; stderr:\n{}",
                 self.stderr()
             );
             std::thread::sleep(Duration::from_millis(100));

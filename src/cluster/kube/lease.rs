@@ -17,10 +17,12 @@
 //!   racing for an expired lease, the API server lets one through and answers 409 Conflict
 //!   to the other, which then reads the winner's record and waits.
 //! - The leader renews every `retry_period`. It stops leading as soon as it has gone
-//!   `renew_deadline` without a successful renewal (counted from the start of the last one
-//!   that succeeded), or as soon as it reads another holder in the record. Because
-//!   `renew_deadline < lease_duration`, it has stopped before any other candidate can
-//!   consider the lease expired.
+//!   `renew_deadline` without a successful renewal (counted from when the last successful
+//!   write of the record was answered, as client-go counts: a slow acquire under load does
+//!   not eat into its first term), or as soon as it reads another holder in the record.
+//!   Others count `lease_duration` from when they first read that record, which is never
+//!   before it was written; because `renew_deadline < lease_duration`, the leader has
+//!   stopped before any other candidate can consider the lease expired.
 //! - On graceful shutdown the holder releases the lease (client-go's `ReleaseOnCancel`):
 //!   holder cleared, `leaseDurationSeconds: 1`, so a standby takes over at its next retry
 //!   instead of waiting out the lease.
@@ -242,6 +244,8 @@ pub struct LeaderElector {
     identity: String,
     config: LeaseConfig,
     leader: watch::Sender<bool>,
+    /// The holder named by the record as last read or written ("" when released).
+    holder: watch::Sender<String>,
     /// The lease as last read or written: its resourceVersion makes the next write
     /// conditional.
     lease: Option<Lease>,
@@ -269,6 +273,7 @@ impl LeaderElector {
             ));
         }
         let (leader, _) = watch::channel(false);
+        let (holder, _) = watch::channel(String::new());
         Ok(LeaderElector {
             api: Api::namespaced(client, namespace),
             name: name.to_string(),
@@ -276,6 +281,7 @@ impl LeaderElector {
             identity,
             config,
             leader,
+            holder,
             lease: None,
             observed_at: Instant::now(),
             last_error: None,
@@ -291,6 +297,17 @@ impl LeaderElector {
     /// elector can no longer vouch for it. The controller acts only while it reads true.
     pub fn subscribe(&self) -> watch::Receiver<bool> {
         self.leader.subscribe()
+    }
+
+    /// Who holds the lease as this candidate last read it: what a standby tells its
+    /// operator it is waiting for.
+    pub fn holder(&self) -> watch::Receiver<String> {
+        self.holder.subscribe()
+    }
+
+    /// The Lease's `namespace/name`.
+    pub fn lease(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
     }
 
     /// Runs the election until `shutdown` completes: acquire, renew, step down when renewal
@@ -310,14 +327,13 @@ impl LeaderElector {
         loop {
             // Candidate: try at once, then every retry period (jittered).
             let mut since = loop {
-                let started = Instant::now();
                 let attempt = tokio::select! {
                     _ = &mut shutdown => None,
                     a = tokio::time::timeout(self.config.renew_deadline, self.try_acquire_or_renew()) => Some(a),
                 };
                 match attempt {
                     None => return self.release().await,
-                    Some(Ok(Ok(Attempt::Held))) => break started,
+                    Some(Ok(Ok(Attempt::Held))) => break Instant::now(),
                     Some(Ok(Ok(Attempt::HeldBy(_)))) => {}
                     Some(Ok(Err(e))) => self.log_error(&e),
                     Some(Err(_)) => self.log_timeout(),
@@ -337,8 +353,8 @@ impl LeaderElector {
                 "leader election: acquired the lease, leading"
             );
 
-            // Leader: renew every retry period; `since` is when the last successful renewal
-            // started, which bounds when others may consider the lease expired.
+            // Leader: renew every retry period; `since` is when the last successful write
+            // was answered, and the renew deadline counts from there.
             let lost = loop {
                 tokio::select! {
                     _ = &mut shutdown => {
@@ -348,8 +364,7 @@ impl LeaderElector {
                     _ = tokio::time::sleep(self.config.retry_period) => {}
                 }
                 let deadline = since + self.config.renew_deadline;
-                let started = Instant::now();
-                if started >= deadline {
+                if Instant::now() >= deadline {
                     break "no successful renewal within the renew deadline".to_string();
                 }
                 let attempt = tokio::select! {
@@ -362,7 +377,7 @@ impl LeaderElector {
                         return self.release().await;
                     }
                     Some(Ok(Ok(Attempt::Held))) => {
-                        since = started;
+                        since = Instant::now();
                         self.last_error = None;
                     }
                     Some(Ok(Ok(Attempt::HeldBy(holder)))) => {
@@ -479,6 +494,12 @@ impl LeaderElector {
                 );
             }
         }
+        let holder = holder_of(&lease).to_string();
+        self.holder.send_if_modified(|h| {
+            let changed = *h != holder;
+            *h = holder;
+            changed
+        });
         self.lease = Some(lease);
     }
 
@@ -522,7 +543,7 @@ impl LeaderElector {
     }
 
     fn log_error(&mut self, e: &kube::Error) {
-        let text = e.to_string();
+        let text = super::reach::causes(e);
         if self.last_error.as_deref() == Some(text.as_str()) {
             tracing::debug!(lease = %self.name, error = %text, "leader election: attempt failed");
         } else {
@@ -539,6 +560,8 @@ impl LeaderElector {
         }
     }
 }
+
+pub mod holding;
 
 #[cfg(test)]
 mod tests;

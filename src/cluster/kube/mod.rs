@@ -10,6 +10,7 @@ pub mod convert;
 pub mod events;
 pub mod lease;
 pub mod protocol;
+pub mod reach;
 pub mod replace;
 pub mod retry;
 pub mod watch;
@@ -59,7 +60,9 @@ pub struct Connection {
 }
 
 /// Connects with a kubeconfig file and context, or, with neither given, the way kubectl
-/// does: `$KUBECONFIG` or `~/.kube/config`, else the in-cluster service account.
+/// does: `$KUBECONFIG` (a list of files, merged) or `~/.kube/config`, else the in-cluster
+/// service account. Every kubeconfig problem names the file it is in. Nothing is sent to
+/// the API server yet ([`reach`] does that).
 pub async fn connect(
     kubeconfig: Option<&Path>,
     context: Option<&str>,
@@ -68,29 +71,33 @@ pub async fn connect(
         context: context.map(str::to_string),
         ..Default::default()
     };
-    let file = match kubeconfig {
-        Some(path) => Some(
-            kube::config::Kubeconfig::read_from(path)
-                .map_err(|e| format!("{}: {e}", path.display()))?,
-        ),
-        None => kube::config::Kubeconfig::read().ok(),
-    };
-    let (config, user, context_name) = match file {
-        Some(file) => {
+    let (config, user, context_name) = match kubeconfig_file(kubeconfig)? {
+        Some((source, file)) => {
             let name = context
                 .map(str::to_string)
-                .or_else(|| file.current_context.clone())
-                .unwrap_or_default();
-            let user = file
-                .contexts
-                .iter()
-                .find(|c| c.name == name)
-                .and_then(|c| c.context.as_ref())
+                .or_else(|| file.current_context.clone().filter(|c| !c.is_empty()))
+                .ok_or_else(|| {
+                    format!("kubeconfig {source}: no current-context set; pass --context")
+                })?;
+            let Some(entry) = file.contexts.iter().find(|c| c.name == name) else {
+                let known: Vec<&str> = file.contexts.iter().map(|c| c.name.as_str()).collect();
+                return Err(format!(
+                    "kubeconfig {source}: no context {name:?} (it has: {})",
+                    if known.is_empty() {
+                        "none".to_string()
+                    } else {
+                        known.join(", ")
+                    }
+                ));
+            };
+            let user = entry
+                .context
+                .as_ref()
                 .and_then(|c| c.user.clone())
                 .unwrap_or_else(|| "unknown".into());
             let config = kube::Config::from_custom_kubeconfig(file, &options)
                 .await
-                .map_err(|e| format!("kubeconfig context {name:?}: {e}"))?;
+                .map_err(|e| format!("kubeconfig {source}, context {name:?}: {e}"))?;
             (config, user, name)
         }
         None => {
@@ -129,6 +136,62 @@ pub async fn connect(
         server,
         ca_bundle,
     })
+}
+
+/// The kubeconfig to use and where it came from (for messages): `--kubeconfig`, else the
+/// files `$KUBECONFIG` lists (merged as kubectl merges them, the first file's choices
+/// winning), else `~/.kube/config` if it exists; `None` means in-cluster.
+fn kubeconfig_file(
+    flag: Option<&Path>,
+) -> Result<Option<(String, kube::config::Kubeconfig)>, String> {
+    use kube::config::Kubeconfig;
+    let read = |path: &Path, named_by: &str| -> Result<Kubeconfig, String> {
+        if !path.exists() {
+            return Err(format!(
+                "kubeconfig {}: no such file ({named_by})",
+                path.display()
+            ));
+        }
+        Kubeconfig::read_from(path).map_err(|e| format!("kubeconfig {}: {e}", path.display()))
+    };
+    if let Some(path) = flag {
+        return Ok(Some((
+            path.display().to_string(),
+            read(path, "--kubeconfig")?,
+        )));
+    }
+    if let Some(list) = std::env::var_os("KUBECONFIG").filter(|v| !v.is_empty()) {
+        let paths: Vec<std::path::PathBuf> = std::env::split_paths(&list)
+            .filter(|p| !p.as_os_str().is_empty())
+            .collect();
+        let mut merged: Option<Kubeconfig> = None;
+        for path in &paths {
+            let file = read(path, "named by $KUBECONFIG")?;
+            merged = Some(match merged {
+                None => file,
+                Some(m) => m
+                    .merge(file)
+                    .map_err(|e| format!("kubeconfig {}: {e}", path.display()))?,
+            });
+        }
+        let source = paths
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(":");
+        return Ok(merged.map(|m| (source, m)));
+    }
+    let Some(home) = dirs::home_dir() else {
+        return Ok(None);
+    };
+    let default = home.join(".kube").join("config");
+    if !default.exists() {
+        return Ok(None);
+    }
+    Ok(Some((
+        default.display().to_string(),
+        read(&default, "the default")?,
+    )))
 }
 
 /// DER certificates as EKS gives a cluster's CA: base64 of the PEM text.
@@ -172,6 +235,7 @@ impl KubeCluster {
             tx,
             wake: Arc::new(Notify::new()),
             synced: Arc::new(AtomicUsize::new(0)),
+            server: conn.server.as_str().into(),
         };
         let client = conn.client.clone();
         let f = || feed.clone();

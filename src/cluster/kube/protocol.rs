@@ -20,6 +20,7 @@ use serde_json::value::RawValue;
 use crate::api::nodeclaim::NodeClaim;
 use crate::api::nodepool::NodePool;
 use crate::api::protocol as keys;
+use crate::cluster::kube::lease::holding::{self, Holding};
 
 /// Which controller the console attached to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,17 +41,30 @@ impl Flavour {
     }
 }
 
-/// Finds out what runs the cluster: our controller holds its Lease in `namespace`;
-/// otherwise the Karpenter CRDs must be served (upstream Karpenter installs them).
+/// Finds out what runs the cluster. Our controller (`run` or `controller`) holds its Lease
+/// in `namespace`; upstream Karpenter holds its own (lease/holding.rs). A Lease renewed
+/// within its duration wins, ours first; a stale one of ours still means our controller
+/// (restarting); with neither, the Karpenter CRDs must be served (upstream Karpenter
+/// installs them).
 pub async fn detect(client: &kube::Client, namespace: &str) -> Result<Flavour, String> {
+    let now = chrono::Utc::now();
     let leases: Api<Lease> = Api::namespaced(client.clone(), namespace);
-    if let Ok(lease) = leases.get(keys::LEASE).await
-        && lease
-            .spec
-            .as_ref()
-            .and_then(|s| s.holder_identity.as_deref())
-            .is_some_and(|h| !h.is_empty())
-    {
+    let ours = match leases.get_opt(keys::LEASE).await {
+        Ok(lease) => lease.as_ref().and_then(Holding::of),
+        Err(e) => {
+            tracing::debug!("reading Lease {namespace}/{}: {e}", keys::LEASE);
+            None
+        }
+    };
+    if ours.as_ref().is_some_and(|h| h.fresh(now)) {
+        return Ok(Flavour::Ours);
+    }
+    match holding::held(client, holding::UPSTREAM_LEASE, namespace).await {
+        Ok(upstream) if upstream.iter().any(|h| h.fresh(now)) => return Ok(Flavour::Upstream),
+        Ok(_) => {}
+        Err(e) => tracing::debug!("looking for upstream Karpenter's Lease: {e}"),
+    }
+    if ours.is_some() {
         return Ok(Flavour::Ours);
     }
     let pools: Api<NodePool> = Api::all(client.clone());

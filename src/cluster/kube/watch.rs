@@ -10,6 +10,9 @@
 //! - after a relist, objects that were known but are no longer listed are reported
 //!   deleted (they went away while the watch was down: nothing is lost), and objects
 //!   listed again replace their old version (nothing is duplicated);
+//! - while the API server does not answer, each kind retries with [`Backoff`] (2 s
+//!   doubling to 30 s; kube-runtime's own backoff restarts before every failing list) and
+//!   reports a failure once, naming the server, until the watch works again;
 //! - nothing but the converted slice is kept: the controller's `ClusterState` is the one
 //!   store, so 50,000 pods cost what the engine needs of them, not their full manifests.
 
@@ -19,11 +22,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use futures_util::StreamExt;
 use kube::api::{Api, ApiResource, DynamicObject};
-use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use tokio::sync::{Notify, mpsc};
 
 use super::convert::{self, Malformed};
+use super::reach::{Backoff, causes};
 use crate::cluster::{Change, Object, ObjectRef};
 
 /// Converts one object of a kind; the error names the object and the field.
@@ -38,6 +41,8 @@ pub struct Feed {
     pub wake: Arc<Notify>,
     /// Kinds whose initial list is complete.
     pub synced: Arc<AtomicUsize>,
+    /// The API server's URL, for the failure reports.
+    pub server: Arc<str>,
 }
 
 impl Feed {
@@ -76,7 +81,8 @@ pub fn spawn_with(
     feed: Feed,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        let mut stream = std::pin::pin!(watcher::watcher(api, config).default_backoff());
+        let mut stream = std::pin::pin!(watcher::watcher(api, config));
+        let mut backoff = Backoff::default();
         let mut known: HashSet<ObjectRef> = HashSet::new();
         let mut relisting: Option<HashSet<ObjectRef>> = None;
         let mut first_sync = true;
@@ -86,18 +92,24 @@ pub fn spawn_with(
                 return;
             }
             let event = match event {
+                // `Init` comes before every attempt to list, failing or not: no progress.
+                Ok(Event::Init) => Event::Init,
                 Ok(e) => {
-                    last_error = None;
+                    if last_error.take().is_some() {
+                        tracing::info!("watch of {kind}: working again");
+                    }
+                    backoff.reset();
                     e
                 }
                 Err(e) => {
-                    // The watcher retries with backoff; report each new failure once.
-                    let msg = format!("watch of {kind}: {e}");
+                    // Report each new failure once, then retry after a growing pause.
+                    let msg = format!("watch of {kind} at {}: {}", feed.server, causes(&e));
                     if last_error.as_deref() != Some(&msg) {
                         tracing::warn!("{msg}");
                         feed.send(Change::Problem(msg.clone()));
                         last_error = Some(msg);
                     }
+                    tokio::time::sleep(backoff.pause()).await;
                     continue;
                 }
             };
