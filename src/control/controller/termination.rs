@@ -131,9 +131,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                         r.claim.finalizer = false;
                     }
                     self.stats.nodeclaims_deleted += 1;
-                    self.disruption
-                        .metrics
-                        .nodeclaim_terminated(&claim.nodepool);
+                    self.measure_terminated(&claim, now);
                 }
                 Err(e) => self.error(format!("removing the finalizer of {name}: {e}")),
             }
