@@ -403,8 +403,8 @@ impl Metrics {
     }
 
     /// A pod left a terminating node (evicted or deleted at the grace period's end);
-    /// `reason` is why the node went (the disruption reason, lower case, or what deleted
-    /// it).
+    /// `reason` is upstream's eviction reason: the disruption reason as the API spells it
+    /// (`Underutilized`) or `Forceful Termination`.
     pub fn pod_drained(&self, reason: &str) {
         self.drained
             .get_or_create(&ReasonLabels {
