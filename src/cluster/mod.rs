@@ -271,6 +271,15 @@ pub struct Notice {
     pub note: String,
     /// `Warning` rather than `Normal`.
     pub warning: bool,
+    /// What, beside the object and the reason, tells this notice apart from an earlier
+    /// one (upstream's `DedupeValues` past the object; the message never does): usually
+    /// empty.
+    pub dedupe: String,
+    /// How long a notice with the same object, reason and `dedupe` is dropped (upstream's
+    /// `DedupeTimeout`; 2 minutes unless the event sets its own).
+    pub dedupe_window: std::time::Duration,
+    /// Counts against the nomination rate limit (upstream: 5 a second, bursts of 10).
+    pub rate_limited: bool,
 }
 
 /// A cluster the controller can watch and write to.

@@ -134,6 +134,7 @@ impl Endpoints {
     /// Binds `addr` now, so a taken port fails at startup rather than inside a task.
     pub async fn bind(addr: SocketAddr, metrics: Metrics, health: Health) -> io::Result<Endpoints> {
         let listener = TcpListener::bind(addr).await?;
+        metrics.set_served();
         Ok(Endpoints {
             listener,
             metrics,

@@ -12,6 +12,7 @@ pub mod journal;
 pub mod metrics;
 pub mod orchestration;
 pub mod requests;
+pub mod upstream_events;
 
 #[cfg(test)]
 mod tests;

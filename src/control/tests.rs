@@ -309,8 +309,9 @@ fn metrics_use_upstream_names() {
     for needle in [
         r#"karpenter_voluntary_disruption_decisions_total{decision="replace",reason="underutilized",consolidation_type="single"} 1"#,
         r#"karpenter_nodeclaims_disrupted_total{reason="underutilized",nodepool="default",capacity_type="on-demand"} 1"#,
-        r#"karpenter_nodepools_allowed_disruptions{nodepool="default",reason="underutilized"} 1"#,
-        r#"karpenter_nodepools_nodes_consuming_budgets{nodepool="default",reason="underutilized"} 1"#,
+        // The budget's reason as the API spells it, as upstream labels these two.
+        r#"karpenter_nodepools_allowed_disruptions{nodepool="default",reason="Underutilized"} 1"#,
+        r#"karpenter_nodepools_nodes_consuming_budgets{nodepool="default",reason="Underutilized"} 1"#,
     ] {
         assert!(text.contains(needle), "missing {needle} in\n{text}");
     }

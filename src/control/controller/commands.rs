@@ -13,6 +13,7 @@ use crate::cloud::CloudProvider;
 use crate::cluster::{Cluster, Write};
 use crate::control::events::EventKind;
 use crate::control::orchestration::{Effect, Phase};
+use crate::control::upstream_events;
 use crate::engine::disruption::{Block, Outcome};
 use crate::engine::state::disrupted_taint;
 
@@ -104,6 +105,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
     /// (upstream's queue gives up the moment a replacement is gone).
     pub(super) async fn check_replacements(&mut self, now: DateTime<Utc>) {
         let mut failed: Vec<(String, String)> = Vec::new();
+        let mut waiting: Vec<String> = Vec::new();
         for e in self.disruption.orchestrator.running() {
             let Phase::WaitingForReplacements { claims } = &e.phase else {
                 continue;
@@ -111,6 +113,12 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             for c in claims {
                 match self.registry.get(c) {
                     None => failed.push((c.clone(), "it is gone".into())),
+                    Some(r)
+                        if r.claim.deleting.is_none()
+                            && r.pos.is_none_or(|i| !self.state.nodes[i].initialized) =>
+                    {
+                        waiting.push(c.clone());
+                    }
                     Some(r) if r.claim.deleting.is_some() => failed.push((
                         c.clone(),
                         r.delete_reason
@@ -120,6 +128,14 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                     Some(_) => {}
                 }
             }
+        }
+        // Upstream's queue says so on every look while it waits (deduped).
+        if self.noticing() {
+            self.post(
+                waiting
+                    .iter()
+                    .map(|c| upstream_events::waiting_on_readiness(c)),
+            );
         }
         let mut effects = Vec::new();
         for (claim, why) in failed {
@@ -163,33 +179,44 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                         .disruption
                         .orchestrator
                         .execution(decision)
-                        .map_or("disruption".to_string(), |e| {
-                            e.command.reason.as_str().to_ascii_lowercase()
-                        });
+                        .map(|e| e.command.reason);
+                    let label = reason.map_or("disruption".to_string(), |r| {
+                        r.as_str().to_ascii_lowercase()
+                    });
                     self.create_replacement(
                         &name,
                         decision,
                         &replacement,
                         &format!("disruption #{decision}"),
-                        &reason,
+                        &label,
                         now,
                     )
                     .await;
+                    if let Some(r) = reason
+                        && self.registry.contains(&name)
+                    {
+                        self.post([upstream_events::launching(&name, r.as_str())]);
+                    }
                 }
                 Effect::Delete { nodeclaim } => {
-                    let reason = self
+                    let running = self
                         .disruption
                         .orchestrator
                         .running()
                         .iter()
                         .find(|e| e.command.nodeclaims().any(|c| c == nodeclaim))
-                        .map_or("disruption".to_string(), |e| {
-                            format!(
-                                "{} (decision #{})",
-                                e.command.reason.as_str().to_ascii_lowercase(),
-                                e.id
-                            )
-                        });
+                        .map(|e| (e.command.reason, e.id));
+                    let reason = running.map_or("disruption".to_string(), |(r, id)| {
+                        format!("{} (decision #{id})", r.as_str().to_ascii_lowercase())
+                    });
+                    if let Some((r, _)) = running
+                        && self.noticing()
+                    {
+                        let node = self.registry.get(&nodeclaim).and_then(|r| r.node.clone());
+                        let n =
+                            upstream_events::terminating(node.as_deref(), &nodeclaim, r.as_str());
+                        self.post(n);
+                    }
                     self.delete_nodeclaim(&nodeclaim, &reason, now).await;
                 }
             }
@@ -231,6 +258,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         };
         let mut now_blocked: HashMap<String, (std::mem::Discriminant<Block>, String)> =
             HashMap::new();
+        let mut upstream: HashMap<String, &'static str> = HashMap::new();
         let mut unseen: HashSet<&str> = HashSet::new();
         for (claim, outcome) in &pass.outcomes {
             let Outcome::Blocked(block) = outcome else {
@@ -253,6 +281,10 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                 claim.clone(),
                 (std::mem::discriminant(block), block.to_string()),
             );
+            // Upstream reports a budget on the NodePool, not on each node.
+            if !matches!(block, Block::Budget { .. }) {
+                upstream.insert(claim.clone(), block.event_reason());
+            }
         }
         // Once per node and kind of block: counts and times in the words change every
         // pass without telling the operator anything new.
@@ -270,6 +302,31 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             r.reported_block = now;
         }
         fresh.sort();
+        let mut notices = Vec::new();
+        if self.noticing() {
+            for (claim, words) in &fresh {
+                let node = self.registry.get(claim).and_then(|r| r.node.clone());
+                notices.extend(match upstream.get(claim) {
+                    Some(&"Unconsolidatable") => {
+                        upstream_events::unconsolidatable(node.as_deref(), claim, words)
+                    }
+                    Some(_) => upstream_events::blocked(node.as_deref(), claim, words),
+                    None => Vec::new(),
+                });
+            }
+            // Upstream: every pass, for each pool with nodes whose budget allows none.
+            for b in &pass.budgets {
+                if b.total == 0 {
+                    continue;
+                }
+                for r in crate::api::nodepool::DisruptionReason::ALL {
+                    if b.reason(r).limit == Some(0) {
+                        notices.push(upstream_events::nodepool_blocked(&b.nodepool, r.as_str()));
+                    }
+                }
+            }
+        }
+        self.post(notices);
         for (claim, reason) in fresh {
             let node = self.node_name(&claim);
             self.emit(EventKind::DisruptionBlocked {

@@ -258,6 +258,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
     }
 
     fn pod_applied(&mut self, pod: Pod, now: DateTime<Utc>) {
+        self.measure_pod(&pod, now);
         let key = pod.key.clone();
         let old_node = self
             .pod_pos

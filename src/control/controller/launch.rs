@@ -61,9 +61,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             return false;
         }
         // Our own write is known before the watch reports it back.
-        self.disruption
-            .metrics
-            .nodeclaim_created(reason, &claim.nodepool);
+        self.measure_created(&claim, reason);
         self.registry.created(claim);
         self.stats.nodeclaims_created += 1;
         true

@@ -30,6 +30,7 @@ mod commands;
 mod ingest;
 mod launch;
 mod lifecycle;
+mod measures;
 mod notices;
 mod protocol;
 mod provisioner;
@@ -137,6 +138,8 @@ pub struct Controller<C: Cluster, P: CloudProvider> {
     stats: Stats,
     /// Attach mode: read and explain, never write (see [`Controller::observing`]).
     observe: bool,
+    /// When the metrics' scrape-time gauges last got the state.
+    state_shared: Option<DateTime<Utc>>,
 }
 
 /// Totals for the run summary: the churn a run caused and what it cost.
@@ -160,6 +163,8 @@ pub struct Stats {
     pub provisioning_seconds: f64,
     /// Executed decisions per method.
     pub disruptions: std::collections::BTreeMap<String, usize>,
+    /// Errors reported (talking to the cluster or the cloud).
+    pub errors: usize,
     /// When `cost` was last brought up to date.
     cost_at: Option<DateTime<Utc>>,
 }
@@ -203,6 +208,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             rng: fastrand::Rng::with_seed(settings.seed),
             stats: Stats::default(),
             observe: false,
+            state_shared: None,
         }
     }
 
@@ -262,6 +268,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
 
     fn emit(&mut self, kind: EventKind) {
         self.notice_for_event(&kind);
+        self.measure_event(&kind);
         let t = (self.now() - self.start).num_milliseconds() as f64 / 1000.0;
         let e = Event { t, kind };
         self.changes += 1;
@@ -279,6 +286,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
 
     fn error(&mut self, message: String) {
         tracing::warn!("{message}");
+        self.stats.errors += 1;
         self.emit(EventKind::Error { message });
     }
 
@@ -295,7 +303,9 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             self.recover(now).await;
         }
         self.account_cost(now);
+        let t = self.began();
         self.handle_interruptions(now).await;
+        self.reconciled("interruption", t);
         let cloud_generation = self.cloud.generation();
         if cloud_generation != self.cloud_generation {
             self.cloud_generation = cloud_generation;
@@ -310,15 +320,19 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             self.refresh_instance_types(now);
         }
         self.protocol_round(now).await;
+        let t = self.began();
         self.lifecycle(now).await;
         self.restamp_hashes(now).await;
         self.register_and_initialize().await;
+        self.reconciled("nodeclaim.lifecycle", t);
         self.check_replacements(now).await;
         if self.batcher.take_if_closed(now) {
+            let t = self.began();
             let began = std::time::Instant::now();
             self.provision(now).await;
             self.stats.provisioning_rounds += 1;
             self.stats.provisioning_seconds += began.elapsed().as_secs_f64();
+            self.reconciled("provisioner", t);
         }
         if let Some(full) = self.poll_due(now) {
             self.last_poll = Some(now);
@@ -327,20 +341,27 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             if self.state.pods.iter().any(|p| p.is_provisionable()) {
                 self.batcher.trigger(now);
             }
+            let t = self.began();
             self.disruption_poll(now, full).await;
+            self.reconciled("disruption", t);
         }
         self.record_decisions().await;
         self.write_status(now).await;
+        let t = self.began();
         self.terminate(now).await;
+        self.reconciled("node.termination", t);
         if self.last_gc.is_none_or(|t| now - t >= GC_INTERVAL) {
             self.last_gc = Some(now);
+            let t = self.began();
             self.garbage_collect(now).await;
+            self.reconciled("nodeclaim.garbagecollection", t);
         }
         self.ingest(now);
         self.check_replacements(now).await;
         self.disruption
             .metrics
             .set_node_count(self.registry.node_count());
+        self.share_state(now);
         self.publish(now);
     }
 

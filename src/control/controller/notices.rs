@@ -1,21 +1,34 @@
-//! What the controller tells `kubectl describe`: its events and operator actions as
-//! Kubernetes Events with upstream Karpenter's reasons (`Nominated`, `DisruptionBlocked`,
-//! `DisruptionTerminating`, `InsufficientCapacityError`, `Evicted`), plus this tool's own
-//! for the approval gate (`DisruptionApproved`, `DisruptionRejected`, `DisruptionPaused`,
-//! ...), each naming its actor. The simulation drops them (its journal has them); an
-//! observing controller never sends any.
+//! What the controller tells `kubectl describe`: upstream Karpenter's Events on the
+//! objects upstream puts them on ([`upstream_events`]: `Nominated`, `FailedScheduling`,
+//! `DisruptionBlocked`, `Unconsolidatable`, `DisruptionLaunching`,
+//! `DisruptionWaitingReadiness`, `DisruptionTerminating`, `InsufficientCapacityError`,
+//! `Evicted`, `Disrupted`, `FailedDraining`, `TerminationGracePeriodExpiring`), plus this
+//! tool's own for the approval gate (`DisruptionApproved`, `DisruptionRejected`,
+//! `DisruptionPaused`, ...), each naming its actor. The simulation drops them (its journal
+//! has them); an observing controller never sends any.
 
 use super::Controller;
 use crate::cloud::CloudProvider;
 use crate::cluster::{Cluster, Notice, ObjectRef};
 use crate::control::events::EventKind;
 use crate::control::journal::{Action, Entry};
+use crate::control::upstream_events;
 
 impl<C: Cluster, P: CloudProvider> Controller<C, P> {
     /// Whether notices go anywhere: not from an observing controller, and not to a cluster
     /// that drops them.
     pub(super) fn noticing(&self) -> bool {
         !self.observe && self.cluster.takes_notices()
+    }
+
+    /// Sends notices on, when they go anywhere.
+    pub(super) fn post(&mut self, notices: impl IntoIterator<Item = Notice>) {
+        if !self.noticing() {
+            return;
+        }
+        for n in notices {
+            self.cluster.notify(n);
+        }
     }
 
     pub(super) fn notice(
@@ -25,12 +38,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         note: String,
         warning: bool,
     ) {
-        self.cluster.notify(Notice {
-            regarding,
-            reason,
-            note,
-            warning,
-        });
+        self.post([upstream_events::own(regarding, reason, note, warning)]);
     }
 
     /// Events of the control loop that upstream Karpenter also reports.
@@ -40,46 +48,35 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         }
         match kind {
             EventKind::PodNominated { pod, node } => {
-                let target = if self.registry.contains(node) {
-                    format!("nodeclaim/{node}")
-                } else {
-                    format!("node/{node}")
+                // `node` names a NodeClaim (a new one) or a Node (an existing one).
+                let (claim, node) = match self.registry.get(node) {
+                    Some(r) => (Some(node.clone()), r.node.clone()),
+                    None => (
+                        self.registry.claim_of_node(node).map(str::to_string),
+                        Some(node.clone()),
+                    ),
                 };
-                self.notice(
-                    ObjectRef::Pod(pod.clone()),
-                    "Nominated",
-                    format!("Pod should schedule on: {target}"),
-                    false,
-                );
-            }
-            EventKind::DisruptionBlocked {
-                nodeclaim, reason, ..
-            } => {
-                let r = ObjectRef::NodeClaim(nodeclaim.clone());
-                self.notice(r, "DisruptionBlocked", reason.clone(), false);
+                let n = upstream_events::nominated(pod, claim.as_deref(), node.as_deref());
+                self.post([n]);
             }
             EventKind::NodeClaimLaunchFailed {
                 nodeclaim, message, ..
             } => {
-                let reason = if message.contains("insufficient capacity") {
-                    "InsufficientCapacityError"
+                let n = if message.contains("insufficient capacity") {
+                    upstream_events::insufficient_capacity(nodeclaim, message)
                 } else {
-                    "LaunchFailed"
+                    upstream_events::own(
+                        ObjectRef::NodeClaim(nodeclaim.clone()),
+                        "LaunchFailed",
+                        message.clone(),
+                        true,
+                    )
                 };
-                self.notice(
-                    ObjectRef::NodeClaim(nodeclaim.clone()),
-                    reason,
-                    message.clone(),
-                    true,
-                );
+                self.post([n]);
             }
-            EventKind::PodEvicted { pod, node, .. } => {
-                self.notice(
-                    ObjectRef::Pod(pod.clone()),
-                    "Evicted",
-                    format!("Evicted pod: draining node {node}"),
-                    false,
-                );
+            EventKind::PodEvicted { pod, reason, .. } => {
+                let n = upstream_events::evicted(pod, upstream_events::eviction_reason(reason));
+                self.post([n]);
             }
             _ => {}
         }
@@ -103,15 +100,6 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             Action::Withdrawn => Some((
                 "DisruptionWithdrawn",
                 format!("disruption #{id} withdrawn: {}", e.detail),
-            )),
-            Action::Executed => Some((
-                "DisruptionTerminating",
-                format!(
-                    "Disrupting Node: {}/{} (#{id}, approved by {})",
-                    e.reason.clone().unwrap_or_default(),
-                    e.method.clone().unwrap_or_default(),
-                    e.actor
-                ),
             )),
             _ => None,
         };

@@ -97,6 +97,13 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                 });
             }
         }
+        if self.noticing() {
+            let failed = results
+                .errors
+                .iter()
+                .map(|(pod, why)| crate::control::upstream_events::failed_scheduling(pod, why));
+            self.post(failed.collect::<Vec<_>>());
+        }
         for (pod, why) in &results.errors {
             tracing::debug!("{pod} stays pending: {why}");
             // Placed nowhere this round: it is on its way to no node.

@@ -7,8 +7,9 @@ use chrono::{DateTime, TimeDelta, Utc};
 
 use super::Controller;
 use crate::cloud::CloudProvider;
-use crate::cluster::{Cluster, ClusterError, NodeClaimObject, ObjectRef, Write};
+use crate::cluster::{Cluster, ClusterError, NodeClaimObject, Write};
 use crate::control::events::EventKind;
+use crate::control::upstream_events;
 use crate::engine::pod::PodKey;
 use crate::engine::state::disrupted_taint;
 use crate::engine::termination::drain_step;
@@ -70,6 +71,19 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                     .collect();
                 let started = claim.deleting.unwrap_or(now);
                 let step = drain_step(&node, &pods, &self.state.pdbs, started, now);
+                let expires = claim
+                    .termination_grace_period
+                    .map(|g| (started + g).to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
+                if let Some(at) = &expires
+                    && self.noticing()
+                {
+                    let n = upstream_events::termination_grace_period_expiring(
+                        Some(&node.name),
+                        &name,
+                        at,
+                    );
+                    self.post(n);
+                }
                 if !step.drained {
                     // Pods the drain cannot move now (a PDB, do-not-disrupt), and those
                     // the eviction API refuses below.
@@ -104,7 +118,12 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                             .write(Write::DeletePod { pod: pod.clone() })
                             .await
                         {
-                            Ok(()) => self.evicted(pod, &node.name, &why),
+                            Ok(()) => {
+                                if let Some(at) = &expires {
+                                    self.post([upstream_events::disrupted_pod_delete(&pod, at)]);
+                                }
+                                self.evicted(pod, &node.name, &why);
+                            }
                             Err(ClusterError::NotFound { .. }) => {}
                             Err(e) => self.error(format!("deleting {pod}: {e}")),
                         }
@@ -131,9 +150,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                         r.claim.finalizer = false;
                     }
                     self.stats.nodeclaims_deleted += 1;
-                    self.disruption
-                        .metrics
-                        .nodeclaim_terminated(&claim.nodepool);
+                    self.measure_terminated(&claim, now);
                 }
                 Err(e) => self.error(format!("removing the finalizer of {name}: {e}")),
             }
@@ -158,7 +175,9 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             .evictions_by_reason
             .entry(reason.to_string())
             .or_default() += 1;
-        self.disruption.metrics.pod_drained(reason);
+        self.disruption
+            .metrics
+            .pod_drained(upstream_events::eviction_reason(reason));
         self.emit(EventKind::PodEvicted {
             pod,
             node: node.to_string(),
@@ -200,14 +219,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             return;
         }
         r.drain_reported = Some((now, message.clone()));
-        if self.noticing() {
-            self.notice(
-                ObjectRef::Node(node.to_string()),
-                "FailedDraining",
-                format!("Failed to drain node, {message}"),
-                true,
-            );
-        }
+        self.post([upstream_events::failed_draining(node, &message)]);
         self.emit(EventKind::DrainBlocked {
             nodeclaim: claim.to_string(),
             node: node.to_string(),

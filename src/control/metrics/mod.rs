@@ -1,35 +1,55 @@
-//! Prometheus metrics under upstream Karpenter's names and labels, so dashboards built for
-//! Karpenter read this controller too:
+//! Prometheus metrics under upstream Karpenter's names, labels and label values, so the
+//! capacity and performance dashboards of upstream's getting-started guide (and any built
+//! for Karpenter) read this controller too:
 //! `karpenter_voluntary_disruption_decisions_total{decision,reason,consolidation_type}`,
 //! `karpenter_voluntary_disruption_eligible_nodes{reason}`,
 //! `karpenter_nodepools_allowed_disruptions{nodepool,reason}`,
 //! `karpenter_nodepools_nodes_consuming_budgets{nodepool,reason}`,
 //! `karpenter_nodeclaims_disrupted_total{reason,nodepool,capacity_type}`,
-//! `karpenter_nodeclaims_created_total{reason,nodepool}`,
-//! `karpenter_nodeclaims_terminated_total{nodepool}`,
+//! `karpenter_nodeclaims_created_total{reason,nodepool,min_values_relaxed}`,
+//! `karpenter_nodeclaims_terminated_total{nodepool,capacity_type,zone}`,
+//! `karpenter_nodes_created_total{nodepool,zone}`, `karpenter_nodes_terminated_total{nodepool,zone}`,
+//! `karpenter_nodes_termination_duration_seconds{nodepool,quantile}`,
+//! `karpenter_pods_startup_duration_seconds{quantile}`,
 //! `karpenter_voluntary_disruption_queue_failures_total{decision,reason,consolidation_type}`,
 //! `karpenter_voluntary_disruption_failed_validations_total{consolidation_type}`,
 //! `karpenter_pods_eviction_requests_total{code}`, `karpenter_pods_drained_total{reason}`,
-//! `karpenter_cluster_state_node_count`,
-//! `karpenter_cluster_state_synced`, `karpenter_build_info{version}` and controller-runtime's
-//! `leader_election_master_status{name}`, plus `karpenter_tui_pending_decisions` for the
-//! approval gate, which upstream has no notion of. Reasons are lower-case, as upstream
-//! writes them.
+//! `karpenter_cluster_state_node_count`, `karpenter_cluster_state_synced`,
+//! `karpenter_build_info{version}`, controller-runtime's
+//! `controller_runtime_reconcile_total{controller,result}`,
+//! `controller_runtime_reconcile_time_seconds{controller}` and
+//! `leader_election_master_status{name}`, the gauges derived from the cluster state
+//! ([`cluster`]: per node, pod and NodePool), plus `karpenter_tui_pending_decisions` for
+//! the approval gate, which upstream has no notion of.
+//!
+//! Label values are cased as upstream writes them, which is not the same everywhere:
+//! `reason` is lower case on counters and `eligible_nodes` (`underutilized`), but the
+//! budget reason itself on `allowed_disruptions` and `nodes_consuming_budgets`
+//! (`Underutilized`, `Empty`, `Drifted`; `pkg/controllers/disruption/helpers.go`).
 //!
 //! [`Metrics`] is a handle: clones share the same values, so the controller task updates
 //! them while the `/metrics` endpoint encodes them from another task.
 
-use std::sync::Arc;
+pub mod cluster;
+pub mod summary;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use chrono::{DateTime, Utc};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 use crate::api::nodepool::DisruptionReason;
 use crate::engine::disruption::{Command, Method, Pass, Reason};
+use crate::engine::state::ClusterState;
+use cluster::{ClusterGauges, StateView};
+use summary::Summary;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct DecisionLabels {
@@ -60,11 +80,43 @@ struct DisruptedLabels {
 struct CreatedLabels {
     reason: String,
     nodepool: String,
+    min_values_relaxed: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct PoolLabels {
+struct TerminatedLabels {
     nodepool: String,
+    capacity_type: String,
+    zone: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PoolZoneLabels {
+    nodepool: String,
+    zone: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReconcileLabels {
+    controller: String,
+    result: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ControllerLabels {
+    controller: String,
+}
+
+/// controller-runtime's reconcile time buckets (upstream's `metrics.DurationBuckets` up to
+/// a minute).
+const RECONCILE_BUCKETS: [f64; 40] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9,
+    1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 15.0, 20.0,
+    25.0, 30.0, 40.0, 50.0, 60.0,
+];
+
+fn reconcile_histogram() -> Histogram {
+    Histogram::new(RECONCILE_BUCKETS)
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -86,7 +138,19 @@ pub struct Metrics {
     allowed: Family<PoolReasonLabels, Gauge>,
     disrupted: Family<DisruptedLabels, Counter>,
     created: Family<CreatedLabels, Counter>,
-    terminated: Family<PoolLabels, Counter>,
+    terminated: Family<TerminatedLabels, Counter>,
+    nodes_created: Family<PoolZoneLabels, Counter>,
+    nodes_terminated: Family<PoolZoneLabels, Counter>,
+    termination_duration: Summary,
+    pod_startup: Summary,
+    reconciles: Family<ReconcileLabels, Counter>,
+    reconcile_time: Family<ControllerLabels, Histogram, fn() -> Histogram>,
+    /// The state the per-node, per-pod and per-pool gauges are computed from at scrape
+    /// time.
+    view: StateView,
+    /// Whether anything serves these metrics: the controller hands over its state only
+    /// then (sharing it makes its next change copy it).
+    served: Arc<AtomicBool>,
     node_count: Gauge,
     synced: Gauge,
     leader: Family<NameLabels, Gauge>,
@@ -152,7 +216,36 @@ impl Metrics {
         let allowed = Family::<PoolReasonLabels, Gauge>::default();
         let disrupted = Family::<DisruptedLabels, Counter>::default();
         let created = Family::<CreatedLabels, Counter>::default();
-        let terminated = Family::<PoolLabels, Counter>::default();
+        let terminated = Family::<TerminatedLabels, Counter>::default();
+        let nodes_created = Family::<PoolZoneLabels, Counter>::default();
+        let nodes_terminated = Family::<PoolZoneLabels, Counter>::default();
+        let reconciles = Family::<ReconcileLabels, Counter>::default();
+        let reconcile_time =
+            Family::<ControllerLabels, Histogram, fn() -> Histogram>::new_with_constructor(
+                reconcile_histogram,
+            );
+        let view = StateView::default();
+        registry.register(
+            "karpenter_nodes_created",
+            "Number of nodes created in total by Karpenter. Labeled by owning nodepool and zone",
+            nodes_created.clone(),
+        );
+        registry.register(
+            "karpenter_nodes_terminated",
+            "Number of nodes terminated in total by Karpenter. Labeled by owning nodepool and zone",
+            nodes_terminated.clone(),
+        );
+        registry.register(
+            "controller_runtime_reconcile",
+            "Total number of reconciliations per controller",
+            reconciles.clone(),
+        );
+        registry.register(
+            "controller_runtime_reconcile_time_seconds",
+            "Length of time per reconciliation per controller",
+            reconcile_time.clone(),
+        );
+        registry.register_collector(Box::new(ClusterGauges { view: view.clone() }));
         let node_count = Gauge::default();
         let synced = Gauge::default();
         let leader = Family::<NameLabels, Gauge>::default();
@@ -210,12 +303,12 @@ impl Metrics {
         );
         registry.register(
             "karpenter_nodeclaims_created",
-            "Number of nodeclaims created in total by Karpenter. Labeled by reason the nodeclaim was created and the owning nodepool",
+            "Number of nodeclaims created in total by Karpenter. Labeled by reason the nodeclaim was created, the owning nodepool, and if min values was relaxed for this nodeclaim",
             created.clone(),
         );
         registry.register(
             "karpenter_nodeclaims_terminated",
-            "Number of nodeclaims terminated in total by Karpenter. Labeled by the owning nodepool",
+            "Number of nodeclaims terminated in total by Karpenter. Labeled by the owning nodepool, capacity type, and zone",
             terminated.clone(),
         );
         registry.register(
@@ -256,6 +349,22 @@ impl Metrics {
             disrupted,
             created,
             terminated,
+            nodes_created,
+            nodes_terminated,
+            termination_duration: Summary::new(
+                "karpenter_nodes_termination_duration_seconds",
+                "The time taken between a node's deletion request and the removal of its finalizer",
+                &["nodepool"],
+            ),
+            pod_startup: Summary::new(
+                "karpenter_pods_startup_duration_seconds",
+                "The time from pod creation until the pod is running",
+                &[],
+            ),
+            reconciles,
+            reconcile_time,
+            view,
+            served: Arc::default(),
             node_count,
             synced,
             leader,
@@ -294,8 +403,8 @@ impl Metrics {
     }
 
     /// A pod left a terminating node (evicted or deleted at the grace period's end);
-    /// `reason` is why the node went (the disruption reason, lower case, or what deleted
-    /// it).
+    /// `reason` is upstream's eviction reason: the disruption reason as the API spells it
+    /// (`Underutilized`) or `Forceful Termination`.
     pub fn pod_drained(&self, reason: &str) {
         self.drained
             .get_or_create(&ReasonLabels {
@@ -305,23 +414,86 @@ impl Metrics {
     }
 
     /// A NodeClaim was created: `reason` is [`PROVISIONED`] or the lower-case disruption
-    /// reason whose replacement it is.
-    pub fn nodeclaim_created(&self, reason: &str, nodepool: &str) {
+    /// reason whose replacement it is; `min_values_relaxed` is its
+    /// `karpenter.sh/nodeclaim-min-values-relaxed` annotation ("false" without one).
+    pub fn nodeclaim_created(&self, reason: &str, nodepool: &str, min_values_relaxed: &str) {
         self.created
             .get_or_create(&CreatedLabels {
                 reason: reason.into(),
                 nodepool: nodepool.into(),
+                min_values_relaxed: min_values_relaxed.into(),
             })
             .inc();
     }
 
     /// A NodeClaim's termination finished (instance gone, finalizer removed).
-    pub fn nodeclaim_terminated(&self, nodepool: &str) {
+    pub fn nodeclaim_terminated(&self, nodepool: &str, capacity_type: &str, zone: &str) {
         self.terminated
-            .get_or_create(&PoolLabels {
+            .get_or_create(&TerminatedLabels {
                 nodepool: nodepool.into(),
+                capacity_type: capacity_type.into(),
+                zone: zone.into(),
             })
             .inc();
+    }
+
+    /// A NodeClaim's Node registered (upstream counts nodes at registration).
+    pub fn node_created(&self, nodepool: &str, zone: &str) {
+        self.nodes_created
+            .get_or_create(&PoolZoneLabels {
+                nodepool: nodepool.into(),
+                zone: zone.into(),
+            })
+            .inc();
+    }
+
+    /// A Node's termination finished `seconds` after its deletion was asked for, at `at`.
+    pub fn node_terminated(&self, nodepool: &str, zone: &str, seconds: f64, at: DateTime<Utc>) {
+        self.nodes_terminated
+            .get_or_create(&PoolZoneLabels {
+                nodepool: nodepool.into(),
+                zone: zone.into(),
+            })
+            .inc();
+        self.termination_duration.observe(&[nodepool], seconds, at);
+    }
+
+    /// A pod seen pending is running `seconds` after its creation.
+    pub fn pod_started(&self, seconds: f64, at: DateTime<Utc>) {
+        self.pod_startup.observe(&[], seconds, at);
+    }
+
+    /// One reconcile of `controller` (upstream's controller names: `provisioner`,
+    /// `disruption`, `nodeclaim.lifecycle`, ...) took `seconds`; `failed` when it reported
+    /// an error.
+    pub fn reconciled(&self, controller: &str, seconds: f64, failed: bool) {
+        self.reconciles
+            .get_or_create(&ReconcileLabels {
+                controller: controller.into(),
+                result: if failed { "error" } else { "success" }.into(),
+            })
+            .inc();
+        self.reconcile_time
+            .get_or_create(&ControllerLabels {
+                controller: controller.into(),
+            })
+            .observe(seconds);
+    }
+
+    /// Marks these metrics as served (the `/metrics` endpoint calls it): from then on the
+    /// controller hands over its state for the scrape-time gauges.
+    pub fn set_served(&self) {
+        self.served.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether [`Metrics::observe_state`] is wanted.
+    pub fn is_served(&self) -> bool {
+        self.served.load(Ordering::Relaxed)
+    }
+
+    /// The cluster state the per-node, per-pod and per-pool gauges are computed from.
+    pub fn observe_state(&self, state: Arc<ClusterState>) {
+        self.view.set(state);
     }
 
     /// Nodes in the controller's cluster state.
@@ -357,9 +529,10 @@ impl Metrics {
                     .reason(reason)
                     .limit
                     .map_or(i64::from(i32::MAX), |l| l.min(i32::MAX as usize) as i64);
+                // Upstream labels these with the budget reason as the API spells it.
                 let labels = PoolReasonLabels {
                     nodepool: b.nodepool.clone(),
-                    reason: reason.as_str().to_ascii_lowercase(),
+                    reason: reason.as_str().to_string(),
                 };
                 self.allowed.get_or_create(&labels).set(limit);
                 self.consuming
@@ -394,6 +567,12 @@ impl Metrics {
         let mut out = String::new();
         // Writing into a String cannot fail.
         let _ = encode(&mut out, &self.registry);
+        // Summaries, which the registry cannot hold, go before the closing `# EOF`.
+        let eof = out.rfind("# EOF").unwrap_or(out.len());
+        let mut summaries = String::new();
+        self.termination_duration.encode(&mut summaries);
+        self.pod_startup.encode(&mut summaries);
+        out.insert_str(eof, &summaries);
         out
     }
 }
