@@ -168,3 +168,23 @@ where
     });
     spawn(api, kind, convert, reference, feed)
 }
+
+/// [`spawn_kind`] for kinds that decode themselves from JSON (a NodePool sets aside what
+/// it cannot read instead of failing as a whole).
+pub fn spawn_json<K>(
+    client: kube::Client,
+    kind: &'static str,
+    to_object: impl Fn(serde_json::Value) -> Result<Object, Malformed> + Send + Sync + 'static,
+    reference: Reference,
+    feed: Feed,
+) -> tokio::task::JoinHandle<()>
+where
+    K: kube::Resource<DynamicType = ()>,
+{
+    let api = Api::all_with(client, &ApiResource::erase::<K>(&()));
+    let convert: Convert = Box::new(move |o| {
+        let value = serde_json::to_value(o).map_err(|e| format!("{kind}: {e}"))?;
+        to_object(value).map_err(|e| e.to_string())
+    });
+    spawn(api, kind, convert, reference, feed)
+}
