@@ -36,6 +36,7 @@ mod provisioner;
 mod records;
 mod registry;
 mod snapshot;
+mod static_pools;
 mod termination;
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -307,6 +308,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         self.protocol_round(now).await;
         self.lifecycle(now).await;
         self.check_replacements(now).await;
+        self.keep_static_pools(now).await;
         if self.batcher.take_if_closed(now) {
             let began = std::time::Instant::now();
             self.provision(now).await;
