@@ -110,7 +110,18 @@ pub fn spawn_with(
                     }
                     known.insert(r);
                     match convert(o) {
-                        Ok(object) => feed.send(Change::Applied(object)),
+                        Ok(object) => {
+                            // A pool kept despite its problems is still reported.
+                            if let Object::NodePool(p) = &object
+                                && let Some(why) = p.validation_failure()
+                            {
+                                let name = p.metadata.name.as_deref().unwrap_or_default();
+                                let msg = format!("NodePool {name}: {why}");
+                                tracing::warn!("{msg}");
+                                feed.send(Change::Problem(msg));
+                            }
+                            feed.send(Change::Applied(object))
+                        }
                         Err(msg) => {
                             tracing::warn!("{msg}");
                             feed.send(Change::Problem(msg));
