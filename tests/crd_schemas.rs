@@ -50,7 +50,7 @@ const EXPECTED: [Expected; 3] = [
                 ".spec.template.spec.nodeClassRef.name",
                 None,
             ),
-            ("Nodes", "string", ".status.resources.nodes", None),
+            ("Nodes", "string", ".status.nodes", None),
             (
                 "Ready",
                 "string",
@@ -169,11 +169,19 @@ fn names_scope_and_columns_are_upstreams() {
             ("v1", true, true)
         );
         let sub = version.subresources.as_ref().expect("subresources");
-        assert!(
-            sub.status.is_some() && sub.scale.is_none(),
-            "{}: status only",
-            want.kind
-        );
+        assert!(sub.status.is_some(), "{}: status subresource", want.kind);
+        // Upstream v1.14.1: NodePool scales by spec.replicas (static pools) and reports
+        // status.nodes; the other kinds have no scale subresource.
+        let scale = sub.scale.as_ref().map(|s| {
+            (
+                s.spec_replicas_path.as_str(),
+                s.status_replicas_path.as_str(),
+                s.label_selector_path.as_deref(),
+            )
+        });
+        let want_scale =
+            (want.kind == "NodePool").then_some((".spec.replicas", ".status.nodes", None));
+        assert_eq!(scale, want_scale, "{} scale subresource", want.kind);
         let columns: Vec<(&str, &str, &str, Option<i32>)> = version
             .additional_printer_columns
             .iter()
@@ -189,6 +197,62 @@ fn names_scope_and_columns_are_upstreams() {
             .collect();
         assert_eq!(columns, want.columns, "{} printer columns", want.kind);
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// A superset of upstream v1.14.1's schema: applying our CRDs over upstream's prunes nothing.
+
+/// Every property path of a schema, as tests/fixtures/crd_paths.py spells them.
+fn property_paths(node: &Value, path: &str, out: &mut std::collections::BTreeSet<String>) {
+    out.insert(if path.is_empty() {
+        ".".to_string()
+    } else {
+        path.to_string()
+    });
+    if let Some(props) = node.get("properties").and_then(Value::as_object) {
+        for (k, v) in props {
+            property_paths(v, &format!("{path}.{k}"), out);
+        }
+    }
+    if let Some(items) = node.get("items") {
+        property_paths(items, &format!("{path}[]"), out);
+    }
+    if let Some(values) = node.get("additionalProperties").filter(|v| v.is_object()) {
+        property_paths(values, &format!("{path}{{}}"), out);
+    }
+}
+
+#[test]
+fn every_upstream_v1_14_1_property_path_is_in_our_crds() {
+    let fixture = Path::new(MANIFEST_DIR).join("tests/fixtures/upstream-v1.14.1-crd-paths.txt");
+    let text = fs::read_to_string(&fixture).expect("fixture");
+    let all = crds();
+    let mut ours = std::collections::BTreeSet::new();
+    for crd in &all {
+        for v in &crd.spec.versions {
+            let schema = serde_json::to_value(
+                v.schema
+                    .as_ref()
+                    .and_then(|s| s.open_api_v3_schema.as_ref()),
+            )
+            .expect("schema");
+            let mut paths = std::collections::BTreeSet::new();
+            property_paths(&schema, "", &mut paths);
+            for p in paths {
+                ours.insert(format!("{} {} {p}", crd.spec.names.kind, v.name));
+            }
+        }
+    }
+    let upstream: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .collect();
+    assert!(upstream.len() > 200, "the fixture lists upstream's paths");
+    let missing: Vec<&&str> = upstream.iter().filter(|p| !ours.contains(**p)).collect();
+    assert!(
+        missing.is_empty(),
+        "paths of upstream v1.14.1 our CRDs lack (the API server would prune them): {missing:#?}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------

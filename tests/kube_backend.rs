@@ -140,6 +140,24 @@ async fn malformed_objects_are_reported_by_name_and_field_and_the_rest_still_arr
         "{problem}"
     );
     assert!(problem.contains("weight"), "names the field: {problem}");
+    // The broken pool stays visible, marked ValidationSucceeded=False with the problem.
+    collect(&mut cluster, &mut seen, |s| {
+        s.iter().any(|c| matches!(c, Change::Applied(Object::NodePool(p)) if p.metadata.name.as_deref() == Some("broken")))
+    })
+    .await;
+    let broken = seen
+        .iter()
+        .find_map(|c| match c {
+            Change::Applied(Object::NodePool(p))
+                if p.metadata.name.as_deref() == Some("broken") =>
+            {
+                Some(p.clone())
+            }
+            _ => None,
+        })
+        .unwrap();
+    let why = broken.validation_failure().expect("marked invalid");
+    assert!(why.contains("spec.weight"), "{why}");
     // Later objects of the same kind still arrive.
     peer.kubectl(
         &["create", "-f", "-"],

@@ -55,6 +55,7 @@ const NODEPOOL: Shape = Shape {
         "spec.disruption.budgets",
         "spec.disruption.budgets[].nodes",
         "spec.template.spec.expireAfter",
+        "status.nodes",
     ],
     required: &[
         ("spec.disruption", "consolidateAfter"),
@@ -78,6 +79,8 @@ const EC2NODECLASS: Shape = Shape {
         "spec.metadataOptions.httpProtocolIPv6",
         "spec.metadataOptions.httpPutResponseHopLimit",
         "spec.metadataOptions.httpTokens",
+        "status.capacityReservations[].reservationType",
+        "status.capacityReservations[].state",
     ],
     required: &[("status.amis[]", "requirements")],
     no_rules: &["status.amis[].requirements"],
@@ -358,6 +361,7 @@ mod tests {
                     json!("WhenEmptyOrUnderutilized"),
                 ),
                 ("spec.template.spec.expireAfter", json!("720h")),
+                ("status.nodes", json!(0)),
             ],
         );
         expect("NodeClaim", vec![("spec.expireAfter", json!("720h"))]);
@@ -372,6 +376,11 @@ mod tests {
                 ("spec.metadataOptions.httpProtocolIPv6", json!("disabled")),
                 ("spec.metadataOptions.httpPutResponseHopLimit", json!(1)),
                 ("spec.metadataOptions.httpTokens", json!("required")),
+                (
+                    "status.capacityReservations[].reservationType",
+                    json!("default"),
+                ),
+                ("status.capacityReservations[].state", json!("active")),
             ],
         );
     }
@@ -441,7 +450,7 @@ mod tests {
         let np = "NodePool";
         assert_eq!(
             key(np, "spec.disruption.consolidationPolicy", "enum"),
-            json!(["WhenEmpty", "WhenEmptyOrUnderutilized"])
+            json!(["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"])
         );
         assert_eq!(
             key(np, "spec.template.spec.taints[].effect", "enum"),

@@ -16,6 +16,10 @@ use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::capacity_reservation::{CapacityReservation, CapacityReservationSelectorTerm};
+use super::instance_options::{
+    ConnectionTracking, CpuOptions, NetworkInterface, PlacementGroupSelector,
+};
 use super::nodeclaim::NodeSelectorRequirementWithMinValues;
 use super::quantity::Quantity;
 
@@ -133,6 +137,31 @@ pub struct EC2NodeClassSpec {
     /// Reserved-capacity context (Outposts / capacity reservations).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<String>,
+    /// Capacity reservations the nodes may launch into (kept, not acted on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = Rule::new("self.all(x, has(x.tags) || has(x.id) || has(x.instanceMatchCriteria))").message("expected at least one, got none, ['tags', 'id', 'instanceMatchCriteria']"))]
+    #[x_kube(validation = Rule::new("!self.all(x, has(x.id) && (has(x.tags) || has(x.ownerID) || has(x.instanceMatchCriteria)))").message("'id' is mutually exclusive, cannot be set along with other fields in a capacity reservation selector term"))]
+    #[schemars(length(max = 30))]
+    pub capacity_reservation_selector_terms: Option<Vec<CapacityReservationSelectorTerm>>,
+    /// The placement group to launch into (kept, not acted on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement_group_selector: Option<PlacementGroupSelector>,
+    /// The network interface layout, e.g. EFA-only interfaces (kept, not acted on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = Rule::new("self.size() == 0 || self.exists(x, x.deviceIndex == 0 && x.networkCardIndex == 0 && x.interfaceType == 'interface')").message("networkInterfaces must include a primary interface with interfaceType='interface'"))]
+    #[x_kube(validation = Rule::new("self.all(x, self.filter(y, x.networkCardIndex == y.networkCardIndex && x.deviceIndex == y.deviceIndex).size() == 1 && (x.interfaceType != 'efa-only' || self.filter(y, x.networkCardIndex == y.networkCardIndex && y.interfaceType == 'efa-only').size() == 1))").message("networkInterfaces must not have duplicate networkCardIndex and deviceIndex pairs, and can have at most one efa device per network card"))]
+    #[schemars(length(max = 150))]
+    pub network_interfaces: Option<Vec<NetworkInterface>>,
+    /// IPv4 prefixes per interface (kept, not acted on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub ip_prefix_count: Option<i32>,
+    /// Connection tracking timeouts (kept, not acted on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection_tracking: Option<ConnectionTracking>,
+    /// CPU options (kept, not acted on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_options: Option<CpuOptions>,
 }
 
 /// Selects subnets by tags or by id.
@@ -367,6 +396,10 @@ pub struct BlockDevice {
     /// Volume type.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub volume_type: Option<VolumeType>,
+    /// Snapshot initialization rate in MiB/s (kept, not acted on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 100, max = 300))]
+    pub volume_initialization_rate: Option<i32>,
 }
 
 /// EBS volume types.
@@ -493,6 +526,9 @@ pub struct EC2NodeClassStatus {
     /// The instance profile in use.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instance_profile: Option<String>,
+    /// Capacity reservations resolved from the selector terms.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub capacity_reservations: Vec<CapacityReservation>,
     /// Ready, SubnetsReady, SecurityGroupsReady, AMIsReady, InstanceProfileReady.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
@@ -529,4 +565,53 @@ pub struct AMI {
     /// Requirements (e.g. kubernetes.io/arch In [arm64]) under which this AMI applies.
     #[serde(default)]
     pub requirements: Vec<NodeSelectorRequirementWithMinValues>,
+}
+
+#[cfg(test)]
+mod v1_14_fields {
+    use super::*;
+
+    /// An EC2NodeClass as upstream v1.14.1 writes it, with every field our CRD adds for
+    /// v1.14.1: it reads without unknown fields and writes back unchanged.
+    #[test]
+    fn an_upstream_v1_14_1_ec2nodeclass_round_trips_with_every_field() {
+        let v = serde_json::json!({
+            "apiVersion": "karpenter.k8s.aws/v1",
+            "kind": "EC2NodeClass",
+            "metadata": {"name": "default"},
+            "spec": {
+                "amiSelectorTerms": [{"alias": "al2023@latest"}],
+                "role": "KarpenterNodeRole",
+                "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "c"}}],
+                "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "c"}}],
+                "metadataOptions": {"httpEndpoint": "enabled", "httpProtocolIPv6": "disabled", "httpPutResponseHopLimit": 1, "httpTokens": "required"},
+                "blockDeviceMappings": [{"deviceName": "/dev/xvda", "ebs": {"volumeSize": "20Gi", "snapshotID": "snap-1", "volumeInitializationRate": 200}}],
+                "capacityReservationSelectorTerms": [
+                    {"id": "cr-0123abc"},
+                    {"tags": {"team": "ml"}, "ownerID": "123456789012", "instanceMatchCriteria": "targeted"}
+                ],
+                "placementGroupSelector": {"name": "pg-cluster"},
+                "networkInterfaces": [
+                    {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
+                    {"networkCardIndex": 1, "deviceIndex": 0, "interfaceType": "efa-only"}
+                ],
+                "ipPrefixCount": 2,
+                "connectionTracking": {"tcpEstablishedTimeout": 3600, "udpStreamTimeout": 120, "udpTimeout": 30},
+                "cpuOptions": {"nestedVirtualization": "enabled"}
+            },
+            "status": {
+                "capacityReservations": [{
+                    "availabilityZone": "us-west-2a", "endTime": "2026-12-01T00:00:00Z",
+                    "id": "cr-0123abc", "instanceMatchCriteria": "targeted",
+                    "instanceType": "p5.48xlarge", "interruptible": false,
+                    "ownerID": "123456789012", "reservationType": "capacity-block",
+                    "state": "active"
+                }]
+            }
+        });
+        let (nc, unknown) = crate::api::manifest::typed::<EC2NodeClass>(v.clone()).unwrap();
+        // apiVersion and kind are read by kube's type, not by the spec model.
+        assert_eq!(unknown, ["apiVersion", "kind"]);
+        assert_eq!(serde_json::to_value(&nc).unwrap(), v);
+    }
 }

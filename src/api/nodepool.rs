@@ -41,11 +41,11 @@ pub const DEFAULT_BUDGET_NODES: &str = "10%";
         name = "NodeClass",
         type_ = "string"
     ),
-    printcolumn(
-        json_path = ".status.resources.nodes",
-        name = "Nodes",
-        type_ = "string"
+    scale(
+        spec_replicas_path = ".spec.replicas",
+        status_replicas_path = ".status.nodes"
     ),
+    printcolumn(json_path = ".status.nodes", name = "Nodes", type_ = "string"),
     printcolumn(
         json_path = ".status.conditions[?(@.type==\"Ready\")].status",
         name = "Ready",
@@ -76,6 +76,9 @@ pub const DEFAULT_BUDGET_NODES: &str = "10%";
     )
 )]
 #[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("has(self.replicas) == has(oldSelf.replicas)").message("Cannot transition NodePool between static (replicas set) and dynamic (replicas unset) provisioning modes"))]
+#[x_kube(validation = Rule::new("!has(self.replicas) || (!has(self.limits) || size(self.limits) == 0 || (size(self.limits) == 1 && 'nodes' in self.limits))").message("only 'limits.nodes' is supported on static NodePools"))]
+#[x_kube(validation = Rule::new("!has(self.replicas) || !has(self.weight)").message("'weight' is not supported on static NodePools"))]
 pub struct NodePoolSpec {
     /// The template every NodeClaim of this pool starts from.
     pub template: NodeClaimTemplate,
@@ -90,6 +93,13 @@ pub struct NodePoolSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 100))]
     pub weight: Option<i32>,
+    /// A static pool: keep exactly this many nodes whatever the pods need (upstream alpha,
+    /// `pkg/apis/v1/nodepool.go` Replicas). Its consolidation policy and consolidateAfter
+    /// are ignored; only `limits.nodes` applies; weight is not supported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    #[schemars(extend("format" = "int64"))]
+    pub replicas: Option<i64>,
 }
 
 /// Template for NodeClaims: labels and annotations, plus the claim spec.
@@ -203,8 +213,53 @@ impl NodePool {
                 disruption: Disruption::default(),
                 limits: BTreeMap::new(),
                 weight: None,
+                replicas: None,
             },
         )
+    }
+}
+
+/// Upstream's NodePool condition saying whether the pool passed validation
+/// (`pkg/controllers/nodepool/validation/controller.go`); False means nothing is launched
+/// from the pool.
+pub const CONDITION_VALIDATION_SUCCEEDED: &str = "ValidationSucceeded";
+/// The reason upstream gives a False `ValidationSucceeded`.
+pub const REASON_VALIDATION_FAILED: &str = "NodePoolValidationFailed";
+
+impl NodePool {
+    /// Why the pool failed validation, if it did (`ValidationSucceeded=False`, written by
+    /// upstream or set when we read a pool we cannot fully understand): such a pool stays
+    /// visible but launches nothing and its nodes are not voluntarily disrupted.
+    pub fn validation_failure(&self) -> Option<&str> {
+        self.status
+            .as_ref()?
+            .conditions
+            .iter()
+            .find(|c| c.type_ == CONDITION_VALIDATION_SUCCEEDED && c.status == "False")
+            .map(|c| c.message.as_str())
+    }
+
+    /// Marks the pool `ValidationSucceeded=False` with `message`, replacing any earlier
+    /// verdict.
+    pub fn mark_invalid(&mut self, message: String) {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+        let status = self.status.get_or_insert_with(NodePoolStatus::default);
+        status
+            .conditions
+            .retain(|c| c.type_ != CONDITION_VALIDATION_SUCCEEDED);
+        status.conditions.push(Condition {
+            type_: CONDITION_VALIDATION_SUCCEEDED.to_string(),
+            status: "False".to_string(),
+            reason: REASON_VALIDATION_FAILED.to_string(),
+            message,
+            // Decoding has no clock; the pool's creation is the earliest the verdict holds.
+            last_transition_time: self
+                .metadata
+                .creation_timestamp
+                .clone()
+                .unwrap_or(Time(Default::default())),
+            observed_generation: self.metadata.generation,
+        });
     }
 }
 
@@ -240,6 +295,26 @@ pub enum ConsolidationPolicy {
     /// Empty nodes and nodes whose pods fit elsewhere or on a cheaper replacement.
     #[default]
     WhenEmptyOrUnderutilized,
+    /// As WhenEmptyOrUnderutilized, but a move must save a share of the pool's cost at
+    /// least half the share of the pool's disruption it causes (upstream's `BalancedK`
+    /// scoring; see `engine::disruption::balanced`).
+    Balanced,
+}
+
+impl ConsolidationPolicy {
+    /// Upstream `IsBalanced`: moves of this pool are scored.
+    pub fn is_balanced(self) -> bool {
+        self == ConsolidationPolicy::Balanced
+    }
+
+    /// The manifest spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConsolidationPolicy::WhenEmpty => "WhenEmpty",
+            ConsolidationPolicy::WhenEmptyOrUnderutilized => "WhenEmptyOrUnderutilized",
+            ConsolidationPolicy::Balanced => "Balanced",
+        }
+    }
 }
 
 /// A limit on simultaneous voluntary disruptions, optionally only in a cron window and only
@@ -305,6 +380,10 @@ pub struct NodePoolStatus {
     /// Readiness conditions (Ready, NodeClassReady, ValidationSucceeded).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
+    /// How many NodeClaims the pool has: the scale subresource's status replicas.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = 0, "format" = "int64"))]
+    pub nodes: Option<i64>,
     /// The NodeClass generation the pool last observed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_class_observed_generation: Option<i64>,
@@ -323,6 +402,64 @@ mod tests {
         assert_eq!(
             np.spec.disruption.consolidation_policy,
             ConsolidationPolicy::WhenEmptyOrUnderutilized
+        );
+    }
+}
+
+#[cfg(test)]
+mod v1_14_fields {
+    use super::*;
+
+    /// A static, Balanced NodePool with status.nodes, as upstream v1.14.1 writes it, reads
+    /// without unknown fields and writes back unchanged.
+    #[test]
+    fn an_upstream_v1_14_1_nodepool_round_trips_with_every_field() {
+        let v = serde_json::json!({
+            "apiVersion": "karpenter.sh/v1",
+            "kind": "NodePool",
+            "metadata": {"name": "static"},
+            "spec": {
+                "replicas": 3,
+                "limits": {"nodes": "5"},
+                "disruption": {"consolidateAfter": "30s", "consolidationPolicy": "Balanced", "budgets": [{"nodes": "10%"}]},
+                "template": {
+                    "metadata": {},
+                    "spec": {
+                        "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+                        "requirements": [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}],
+                        "expireAfter": "720h"
+                    }
+                }
+            },
+            "status": {"nodes": 3, "resources": {"cpu": "12", "nodes": "3"}}
+        });
+        let (np, unknown) = crate::api::manifest::typed::<NodePool>(v.clone()).unwrap();
+        // apiVersion and kind are read by kube's type, not by the spec model.
+        assert_eq!(unknown, ["apiVersion", "kind"]);
+        assert_eq!(np.spec.replicas, Some(3));
+        assert!(np.spec.disruption.consolidation_policy.is_balanced());
+        assert_eq!(serde_json::to_value(&np).unwrap(), v);
+        assert!(crate::api::validation::validate_nodepool(&np).is_empty());
+    }
+
+    #[test]
+    fn a_static_pool_takes_only_limits_nodes_and_no_weight() {
+        let mut np = NodePool::unconstrained("static");
+        np.spec.replicas = Some(3);
+        np.spec.weight = Some(10);
+        np.spec
+            .limits
+            .insert("cpu".into(), super::super::quantity::Quantity("10".into()));
+        let paths: Vec<String> = crate::api::validation::validate_nodepool(&np)
+            .into_iter()
+            .map(|v| format!("{}: {}", v.path, v.message))
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                "spec.limits.cpu: only 'limits.nodes' is supported on static NodePools",
+                "spec.weight: 'weight' is not supported on static NodePools"
+            ]
         );
     }
 }

@@ -10,4 +10,5 @@ pub mod resources;
 pub mod scheduling;
 pub mod selector;
 pub mod state;
+pub mod static_pools;
 pub mod termination;

@@ -27,8 +27,35 @@ pub(crate) fn check_spec(out: &mut Violations, spec: &NodePoolSpec) {
         );
     }
     check_quantities(out, "spec.limits", &spec.limits);
+    check_static(out, spec);
     check_disruption(out, &spec.disruption);
     check_template(out, &spec.template);
+}
+
+/// The CRD's rules on static pools (`spec.replicas` set): a non-negative count, no
+/// limits but `nodes`, no weight (upstream `pkg/apis/v1/nodepool.go` XValidations).
+fn check_static(out: &mut Violations, spec: &NodePoolSpec) {
+    let Some(replicas) = spec.replicas else {
+        return;
+    };
+    if replicas < 0 {
+        out.push(
+            "spec.replicas",
+            format!("replicas must be 0 or more, found {replicas}"),
+        );
+    }
+    if let Some(other) = spec.limits.keys().find(|k| k.as_str() != "nodes") {
+        out.push(
+            &format!("spec.limits.{other}"),
+            "only 'limits.nodes' is supported on static NodePools",
+        );
+    }
+    if spec.weight.is_some() {
+        out.push(
+            "spec.weight",
+            "'weight' is not supported on static NodePools",
+        );
+    }
 }
 
 fn check_disruption(out: &mut Violations, d: &Disruption) {

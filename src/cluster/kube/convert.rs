@@ -154,23 +154,149 @@ fn readable(path: &str, message: &str) -> String {
 ///
 /// Defaults need no step here: the API server applies the CRD's defaults and the typed
 /// model's serde defaults fill the same values for fields a client left out.
-pub fn nodepool(mut np: NodePool) -> Result<NodePool, Malformed> {
-    const KIND: &str = "NodePool";
+///
+/// An invalid pool is kept, marked `ValidationSucceeded=False` with its problems (see
+/// [`NodePool::validation_failure`]): it stays visible in the console and `state`, and
+/// the engine neither launches from it nor disrupts its nodes.
+pub fn nodepool(mut np: NodePool) -> NodePool {
     np.metadata.managed_fields = None;
-    let violations = crate::api::validation::validate_nodepool(&np);
-    if violations.is_empty() {
-        return Ok(np);
+    // A ValidationSucceeded verdict written for an earlier generation of the spec (by
+    // this controller or upstream's) no longer holds: the pool is judged afresh, so a
+    // fixed pool is not kept invalid by the status that reported it.
+    let generation = np.metadata.generation;
+    if let Some(s) = np.status.as_mut() {
+        s.conditions.retain(|c| {
+            c.type_ != crate::api::nodepool::CONDITION_VALIDATION_SUCCEEDED
+                || c.observed_generation == generation
+        });
     }
-    let message = violations
-        .iter()
-        .map(|v| format!("{}: {}", v.path, v.message))
-        .collect::<Vec<_>>()
-        .join("; ");
-    Err(Malformed {
-        kind: KIND,
-        name: display_name(&np.metadata, false),
-        message,
-    })
+    let violations = crate::api::validation::validate_nodepool(&np);
+    if !violations.is_empty() {
+        np.mark_invalid(
+            violations
+                .iter()
+                .map(|v| format!("{}: {}", v.path, v.message))
+                .collect::<Vec<_>>()
+                .join("; "),
+        );
+    }
+    np
+}
+
+/// Most fields a NodePool decode may set aside before giving up on the object.
+const MAX_SET_ASIDE: usize = 16;
+
+/// Decodes a watched NodePool so that a field we cannot read never drops the pool: a
+/// value our types do not know (an enum value a newer Karpenter adds, a type mismatch)
+/// is set aside and named, the rest of the pool is read, and the pool is kept marked
+/// `ValidationSucceeded=False` with every problem (upstream would not act on a pool it
+/// cannot validate either). Unknown fields are ignored, as upstream's own decoding does.
+/// Only a pool whose template cannot be read at all is an error.
+pub fn nodepool_value(mut value: Value) -> Result<NodePool, Malformed> {
+    const KIND: &str = "NodePool";
+    let mut problems: Vec<String> = Vec::new();
+    let mut last_path: Option<String> = None;
+    loop {
+        match decode::<NodePool>(KIND, value.clone()) {
+            Ok(np) => {
+                let mut np = nodepool(np);
+                if !problems.is_empty() {
+                    if let Some(earlier) = np.validation_failure() {
+                        problems.push(earlier.to_string());
+                    }
+                    np.mark_invalid(problems.join("; "));
+                }
+                return Ok(np);
+            }
+            Err(e) => {
+                let path = e.message.split_once(": ").map(|(p, _)| p).unwrap_or("");
+                // A required field cannot be set aside: the error comes back at the same
+                // place, so set aside what holds it instead.
+                let path = if last_path.as_deref() == Some(path) {
+                    parent(path).to_string()
+                } else {
+                    path.to_string()
+                };
+                let settable = path.starts_with("spec.") && !is_template_core(&path);
+                if !settable || problems.len() >= MAX_SET_ASIDE || !remove_at(&mut value, &path) {
+                    return Err(e);
+                }
+                if last_path.as_deref() != Some(e.message.split_once(": ").map_or("", |p| p.0)) {
+                    problems.push(e.message.clone());
+                }
+                last_path = Some(path);
+            }
+        }
+    }
+}
+
+/// The parts of a pool without which nothing about it makes sense.
+fn is_template_core(path: &str) -> bool {
+    matches!(
+        path,
+        "spec.template" | "spec.template.spec" | "spec.template.spec.nodeClassRef"
+    )
+}
+
+/// `a.b[2].c` -> `a.b[2]`; `a.b[2]` -> `a.b`.
+fn parent(path: &str) -> &str {
+    match path.rfind(['.', '[']) {
+        Some(i) => &path[..i],
+        None => "",
+    }
+}
+
+/// Removes the value at a field path (`spec.x[1].y`) from a JSON object; false when the
+/// path is not there.
+fn remove_at(value: &mut Value, path: &str) -> bool {
+    // The path as object keys and array indices, in order.
+    let mut steps: Vec<Step> = Vec::new();
+    for part in path.split('.') {
+        let (field, indices) = split_indices(part);
+        steps.push(Step::Key(field));
+        steps.extend(indices.into_iter().map(Step::Index));
+    }
+    let Some(last) = steps.pop() else {
+        return false;
+    };
+    let mut node = value;
+    for step in steps {
+        let next = match step {
+            Step::Key(k) => node.get_mut(k),
+            Step::Index(i) => node.get_mut(i),
+        };
+        match next {
+            Some(n) => node = n,
+            None => return false,
+        }
+    }
+    match last {
+        Step::Key(k) => node.as_object_mut().and_then(|o| o.remove(k)).is_some(),
+        Step::Index(i) => match node.as_array_mut() {
+            Some(a) if i < a.len() => {
+                a.remove(i);
+                true
+            }
+            _ => false,
+        },
+    }
+}
+
+/// One step of a field path.
+enum Step<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+/// `requirements[1]` -> (`requirements`, [1]).
+fn split_indices(step: &str) -> (&str, Vec<usize>) {
+    let field = step.split('[').next().unwrap_or(step);
+    let indices = step
+        .split('[')
+        .skip(1)
+        .filter_map(|s| s.trim_end_matches(']').parse().ok())
+        .collect();
+    (field, indices)
 }
 
 // ---------------------------------------------------------------------------------------

@@ -242,10 +242,10 @@ impl KubeCluster {
         let book = prices.clone();
         let price = move |t: &str, z: &str, c: CapacityType| book(t, z, c);
         let mut tasks = vec![
-            watch::spawn_kind::<NodePool>(
+            watch::spawn_json::<NodePool>(
                 client.clone(),
                 "NodePool",
-                |np| convert::nodepool(np).map(|p| Object::NodePool(Box::new(p))),
+                |np| convert::nodepool_value(np).map(|p| Object::NodePool(Box::new(p))),
                 |_, name| ObjectRef::NodePool(name),
                 f(),
             ),

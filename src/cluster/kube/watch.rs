@@ -122,7 +122,18 @@ pub fn spawn_with(
                     }
                     known.insert(r);
                     match convert(o) {
-                        Ok(object) => feed.send(Change::Applied(object)),
+                        Ok(object) => {
+                            // A pool kept despite its problems is still reported.
+                            if let Object::NodePool(p) = &object
+                                && let Some(why) = p.validation_failure()
+                            {
+                                let name = p.metadata.name.as_deref().unwrap_or_default();
+                                let msg = format!("NodePool {name}: {why}");
+                                tracing::warn!("{msg}");
+                                feed.send(Change::Problem(msg));
+                            }
+                            feed.send(Change::Applied(object))
+                        }
                         Err(msg) => {
                             tracing::warn!("{msg}");
                             feed.send(Change::Problem(msg));
@@ -177,6 +188,26 @@ where
         let value = serde_json::to_value(o).map_err(|e| format!("{kind}: {e}"))?;
         let object: K = convert::decode(kind, value).map_err(|e| e.to_string())?;
         to_object(object).map_err(|e| e.to_string())
+    });
+    spawn(api, kind, convert, reference, feed)
+}
+
+/// [`spawn_kind`] for kinds that decode themselves from JSON (a NodePool sets aside what
+/// it cannot read instead of failing as a whole).
+pub fn spawn_json<K>(
+    client: kube::Client,
+    kind: &'static str,
+    to_object: impl Fn(serde_json::Value) -> Result<Object, Malformed> + Send + Sync + 'static,
+    reference: Reference,
+    feed: Feed,
+) -> tokio::task::JoinHandle<()>
+where
+    K: kube::Resource<DynamicType = ()>,
+{
+    let api = Api::all_with(client, &ApiResource::erase::<K>(&()));
+    let convert: Convert = Box::new(move |o| {
+        let value = serde_json::to_value(o).map_err(|e| format!("{kind}: {e}"))?;
+        to_object(value).map_err(|e| e.to_string())
     });
     spawn(api, kind, convert, reference, feed)
 }

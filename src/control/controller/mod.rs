@@ -38,6 +38,7 @@ mod records;
 mod registration;
 mod registry;
 mod snapshot;
+mod static_pools;
 mod status;
 mod termination;
 
@@ -326,6 +327,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         self.register_and_initialize().await;
         self.reconciled("nodeclaim.lifecycle", t);
         self.check_replacements(now).await;
+        self.keep_static_pools(now).await;
         if self.batcher.take_if_closed(now) {
             let t = self.began();
             let began = std::time::Instant::now();

@@ -248,20 +248,16 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         let mut due = Vec::new();
         for (name, pool) in &self.state.nodepools {
             let (nodes, resources) = counts.get(name.as_str()).cloned().unwrap_or_default();
-            let problems = crate::api::validation::validate_nodepool(pool);
-            let validation = if problems.is_empty() {
-                want("ValidationSucceeded", "True", "ValidationSucceeded", "")
-            } else {
-                let text: Vec<String> = problems
-                    .iter()
-                    .map(|v| format!("{}: {}", v.path, v.message))
-                    .collect();
-                want(
+            // The verdict the pool was read with (decoding and validation, see
+            // `convert::nodepool`).
+            let validation = match pool.validation_failure() {
+                None => want("ValidationSucceeded", "True", "ValidationSucceeded", ""),
+                Some(why) => want(
                     "ValidationSucceeded",
                     "False",
-                    "NodePoolValidationFailed",
-                    &text.join("; "),
-                )
+                    crate::api::nodepool::REASON_VALIDATION_FAILED,
+                    why,
+                ),
             };
             let nodeclass = match self.cloud.unlaunchable(pool) {
                 None => want("NodeClassReady", "True", "NodeClassReady", ""),

@@ -501,3 +501,42 @@ fn a_restart_keeps_decision_ids_and_pauses_and_annotations_approve() {
 }
 
 mod trust;
+
+/// Live (not deleting) nodes of a pool in the controller's state.
+fn pool_nodes(s: &Simulation, pool: &str) -> usize {
+    s.controller
+        .state()
+        .nodes
+        .iter()
+        .filter(|n| n.nodepool == pool && !n.deleting)
+        .count()
+}
+
+#[test]
+fn a_static_pool_keeps_exactly_its_replicas_whatever_the_pods() {
+    // replicas 3, pods needing far less than one node and then far more than three:
+    // the pool holds 3 NodeClaims throughout, and nothing consolidates them.
+    let text = scenario_text(
+        "  replicas: 3\n  disruption: {consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 0s}",
+        &format!(
+            "{}---\napiVersion: karpenter-tui.dev/v1alpha1\nkind: Scenario\nmetadata: {{name: static}}\nspec:\n  cloud: {{instanceTypes: [m5.large]}}\n",
+            deployment("app", 20, "1")
+        ),
+    );
+    let mut s = sim(&text, "auto");
+    let events = run_for(&mut s, TimeDelta::minutes(10));
+    assert_eq!(pool_nodes(&s, "default"), 3);
+    assert_eq!(kinds(&events, "NodeClaimCreated").count(), 3);
+    assert_eq!(kinds(&events, "NodeClaimDeleted").count(), 0);
+}
+
+#[test]
+fn limits_nodes_caps_a_static_pool() {
+    let text = scenario_text(
+        "  replicas: 3\n  limits: {nodes: \"2\"}",
+        "apiVersion: karpenter-tui.dev/v1alpha1\nkind: Scenario\nmetadata: {name: static}\nspec:\n  cloud: {instanceTypes: [m5.large]}\n",
+    );
+    let mut s = sim(&text, "auto");
+    run_for(&mut s, TimeDelta::minutes(5));
+    assert_eq!(pool_nodes(&s, "default"), 2);
+}

@@ -152,8 +152,14 @@ pub fn node_block(node: &StateNode, pool: Option<&NodePool>, now: DateTime<Utc>)
     if node.deleting || node.is_disrupted_tainted() {
         return Some(Block::Deleting);
     }
-    if pool.is_none() {
+    let Some(pool) = pool else {
         return Some(Block::NoNodePool);
+    };
+    if let Some(why) = pool.validation_failure() {
+        return Some(Block::InvalidNodePool {
+            nodepool: pool.metadata.name.clone().unwrap_or_default(),
+            why: why.to_string(),
+        });
     }
     if !node.initialized {
         return Some(Block::NotInitialized);

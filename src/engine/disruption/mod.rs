@@ -12,6 +12,7 @@
 //!
 //! Pure: the pass reads a [`ClusterState`] and a time and returns plans.
 
+pub mod balanced;
 pub mod budgets;
 pub mod candidates;
 mod command;
@@ -291,6 +292,12 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
         moving: &moving,
     };
     let pool_of = |c: &Candidate| &state.nodepools[&state.nodes[c.node].nodepool];
+    let static_block = |c: &Candidate| {
+        pool_of(c).spec.replicas.map(|_| Block::StaticNodePool {
+            nodepool: node(c).nodepool.clone(),
+        })
+    };
+    let balanced_totals = balanced::pool_totals(state, &pods_by_node);
 
     // 1. Emptiness: every empty, consolidatable, unblocked candidate within budget. It
     // simulates nothing, so a scale-up in progress does not hold it.
@@ -298,6 +305,12 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
     let mut empties: Vec<&Candidate> = Vec::new();
     for c in cands.iter().filter(|c| c.is_empty()) {
         pass.candidates_evaluated += 1;
+        // A static pool keeps its replicas: emptiness never removes them (upstream
+        // `emptiness.go` skips `OwnedByStaticNodePool`).
+        if let Some(b) = static_block(c) {
+            pass.outcomes.insert(key(c), Outcome::Blocked(b));
+            continue;
+        }
         if let Some(b) = &c.pod_block {
             pass.outcomes.insert(key(c), Outcome::Blocked(b.clone()));
             continue;
@@ -425,6 +438,10 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
                 .insert(name.clone(), Outcome::Blocked(b.clone()));
             continue;
         }
+        if let Some(b) = static_block(c) {
+            pass.outcomes.insert(name.clone(), Outcome::Blocked(b));
+            continue;
+        }
         if pool_of(c).spec.disruption.consolidation_policy == ConsolidationPolicy::WhenEmpty {
             pass.outcomes.insert(
                 name.clone(),
@@ -464,6 +481,8 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
             let mid = (lo + hi) / 2;
             let set = &prefix[..=mid];
             pass.candidates_evaluated += set.len();
+            // A Balanced pool may reject a move that works (upstream
+            // `multinodeconsolidation.go` scores each valid window).
             match consolidation::evaluate(
                 &mut sim,
                 state,
@@ -471,7 +490,9 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
                 &movers,
                 options.spot_to_spot,
                 !options.fast,
-            ) {
+            )
+            .and_then(|p| balanced::approve(state, set, p.savings, &balanced_totals).map(|()| p))
+            {
                 Ok(p) => {
                     multi = Some((mid + 1, p));
                     lo = mid + 1;
@@ -540,6 +561,12 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
                 .insert(name, Outcome::Blocked(under_allow.block(&node(c).nodepool)));
             continue;
         }
+        // Balanced: skip what even a delete could not pass, then score the move
+        // (upstream `singlenodeconsolidation.go` CanPassThreshold and ApproveCommand).
+        if let Err(b) = balanced::can_pass(state, c, &balanced_totals) {
+            pass.outcomes.insert(name, Outcome::Blocked(b));
+            continue;
+        }
         pass.candidates_evaluated += 1;
         match consolidation::evaluate(
             &mut sim,
@@ -548,7 +575,9 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
             &movers,
             options.spot_to_spot,
             !options.fast,
-        ) {
+        )
+        .and_then(|p| balanced::approve(state, &[c], p.savings, &balanced_totals).map(|()| p))
+        {
             Ok(p) => {
                 *pass.eligible.entry(Reason::Underutilized).or_default() += 1;
                 let delete_only = p.replacement.is_none();

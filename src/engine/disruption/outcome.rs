@@ -181,6 +181,24 @@ pub enum Block {
     },
     /// A fast pass stopped at its first command before reaching this node.
     NotEvaluated,
+    /// The pool's consolidationPolicy is Balanced and the move's score (savings share
+    /// over disruption share, in its pool) is below 1/k.
+    BalancedScore {
+        nodepool: String,
+        score: f64,
+        savings_percent: f64,
+        disruption_percent: f64,
+    },
+    /// The pool failed validation (ValidationSucceeded=False): nothing acts on it until
+    /// it is fixed.
+    InvalidNodePool {
+        nodepool: String,
+        why: String,
+    },
+    /// The pool is static (spec.replicas): upstream never consolidates its nodes.
+    StaticNodePool {
+        nodepool: String,
+    },
 }
 
 impl Block {
@@ -194,6 +212,8 @@ impl Block {
             | Block::TooFewCheaperSpotTypes { .. }
             | Block::WhenEmptyPolicy { .. }
             | Block::WouldUseUninitialized { .. }
+            | Block::BalancedScore { .. }
+            | Block::StaticNodePool { .. }
             | Block::ConsolidationDisabled => "Unconsolidatable",
             _ => "DisruptionBlocked",
         }
@@ -294,6 +314,23 @@ impl fmt::Display for Block {
             ),
             Block::NotEvaluated => f.write_str(
                 "not evaluated this pass: another decision came first (one command per pass)",
+            ),
+            Block::BalancedScore {
+                nodepool,
+                score,
+                savings_percent,
+                disruption_percent,
+            } => write!(
+                f,
+                "Balanced pool {nodepool}: saves {savings_percent:.1}% of its cost for {disruption_percent:.1}% of its disruption (score {score:.2}, needs {:.2})",
+                super::balanced::Score::threshold()
+            ),
+            Block::InvalidNodePool { nodepool, why } => {
+                write!(f, "NodePool {nodepool} failed validation: {why}")
+            }
+            Block::StaticNodePool { nodepool } => write!(
+                f,
+                "NodePool {nodepool} is static (spec.replicas): its nodes are not consolidated"
             ),
         }
     }

@@ -28,6 +28,13 @@ impl<'a> SimInput<'a> {
             ..Default::default()
         };
         for (name, pool) in &state.nodepools {
+            // A pool that failed validation launches nothing (upstream's provisioner
+            // skips pools that are not Ready).
+            // A static pool launches for its replica count only, never for pods
+            // (upstream `provisioner.go` leaves static pools out of scheduling).
+            if pool.validation_failure().is_some() || pool.spec.replicas.is_some() {
+                continue;
+            }
             let mut in_use = Resources::default();
             for n in state.nodes.iter().filter(|n| &n.nodepool == name) {
                 in_use.add(&n.allocatable);

@@ -564,3 +564,106 @@ fn a_reused_simulator_answers_like_fresh_solves() {
 }
 
 mod upstream_rules;
+
+/// m $0.40 (4 cpu), l $0.70 (8 cpu), big $1.00 (16 cpu); on-demand only.
+fn balanced_fixture() -> Fixture {
+    Fixture::new(
+        vec![
+            instance_type("m", 4, 16, 0.40, None),
+            instance_type("l", 8, 32, 0.70, None),
+            instance_type("big", 16, 64, 1.00, None),
+        ],
+        noon(),
+    )
+}
+
+fn with_policy(mut p: NodePool, policy: crate::api::nodepool::ConsolidationPolicy) -> NodePool {
+    p.spec.disruption.consolidation_policy = policy;
+    p
+}
+
+#[test]
+fn a_balanced_pool_refuses_a_replace_that_saves_too_little_for_its_disruption() {
+    use crate::api::nodepool::ConsolidationPolicy::{Balanced, WhenEmptyOrUnderutilized};
+    for (policy, replaced) in [(WhenEmptyOrUnderutilized, true), (Balanced, false)] {
+        let mut f = balanced_fixture();
+        f.pool(with_policy(
+            pool("default", vec![budget("100%")], &["on-demand"]),
+            policy,
+        ));
+        f.node("big", "default", "big", OnDemand, hour());
+        f.pod("p1", "big", 6000, 4096);
+        let pass = run(&f);
+        // big -> l saves 30% of the pool's cost for 100% of its disruption: score 0.3,
+        // below upstream's 1/k = 0.5.
+        assert_eq!(
+            pass.command.is_some(),
+            replaced,
+            "{policy:?}: {:?}",
+            pass.outcomes
+        );
+        if !replaced {
+            assert_eq!(
+                outcome(&pass, "big").to_string(),
+                "blocked: Balanced pool default: saves 30.0% of its cost for 100.0% of its disruption (score 0.30, needs 0.50)"
+            );
+            assert_eq!(pass.events[0].reason, "Unconsolidatable");
+        }
+    }
+}
+
+#[test]
+fn a_balanced_pool_takes_a_move_that_saves_more_than_half_its_disruption_share() {
+    use crate::api::nodepool::ConsolidationPolicy::Balanced;
+    let mut f = balanced_fixture();
+    f.pool(with_policy(
+        pool("default", vec![budget("100%")], &["on-demand"]),
+        Balanced,
+    ));
+    for i in 0..3 {
+        let n = format!("big{i}");
+        f.node(&n, "default", "big", OnDemand, hour());
+        f.pod(&format!("p{i}"), &n, 1000, 1024);
+    }
+    let pass = run(&f);
+    // Three bigs ($3) onto one m ($0.40): 87% of the cost for 100% of the disruption.
+    let cmd = pass.command.as_ref().expect("a consolidation");
+    assert_eq!(cmd.method, Method::MultiNodeConsolidation);
+    assert_eq!(cmd.candidates.len(), 3);
+}
+
+#[test]
+fn a_static_pool_keeps_its_empty_nodes() {
+    let mut f = fixture(noon());
+    let mut p = pool("static", vec![budget("100%")], &[]);
+    p.spec.replicas = Some(2);
+    f.pool(p);
+    f.node("s0", "static", "m", OnDemand, hour());
+    f.node("s1", "static", "m", OnDemand, hour());
+    let pass = run(&f);
+    assert!(pass.command.is_none(), "{:?}", pass.command);
+    assert_eq!(
+        outcome(&pass, "s0").to_string(),
+        "blocked: NodePool static is static (spec.replicas): its nodes are not consolidated"
+    );
+}
+
+#[test]
+fn nothing_disrupts_the_nodes_of_a_pool_that_failed_validation() {
+    let mut f = fixture(noon());
+    let mut p = pool("default", vec![budget("100%")], &[]);
+    p.mark_invalid(
+        "spec.disruption.consolidationPolicy: unknown consolidationPolicy Sometimes".into(),
+    );
+    f.pool(p);
+    f.node("n0", "default", "m", OnDemand, hour());
+    let pass = run(&f);
+    assert!(pass.command.is_none());
+    assert!(
+        outcome(&pass, "n0")
+            .to_string()
+            .contains("NodePool default failed validation: spec.disruption.consolidationPolicy"),
+        "{}",
+        outcome(&pass, "n0")
+    );
+}

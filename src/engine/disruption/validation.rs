@@ -152,6 +152,10 @@ pub fn revalidate(
                 options.spot_to_spot,
                 true,
             )
+            .and_then(|p| {
+                let totals = super::balanced::pool_totals(state, &pods_by_node);
+                super::balanced::approve(state, &refs, p.savings, &totals).map(|()| p)
+            })
             .map_err(|b| format!("a fresh simulation disagrees: {b}"))?;
             match (cmd.replacements.first(), &plan.replacement) {
                 (None, None) => Ok(()),

@@ -17,7 +17,7 @@ mod claim;
 mod preferences;
 mod queue;
 mod simulator;
-mod template;
+pub mod template;
 pub mod topology;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};

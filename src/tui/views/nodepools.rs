@@ -71,6 +71,7 @@ pub fn policy(p: &NodePool) -> &'static str {
     match p.spec.disruption.consolidation_policy {
         ConsolidationPolicy::WhenEmpty => "WhenEmpty",
         ConsolidationPolicy::WhenEmptyOrUnderutilized => "WhenUnderutil",
+        ConsolidationPolicy::Balanced => "Balanced",
     }
 }
 

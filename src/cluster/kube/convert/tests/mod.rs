@@ -79,7 +79,8 @@ spec:
 fn a_nodepool_loses_managed_fields_and_keeps_the_rest() {
     let np: NodePool = decode("NodePool", yaml(POOL)).unwrap();
     assert!(np.metadata.managed_fields.is_some());
-    let kept = nodepool(np.clone()).unwrap();
+    let kept = nodepool(np.clone());
+    assert_eq!(kept.validation_failure(), None);
     assert_eq!(kept.metadata.managed_fields, None);
     assert_eq!(kept.spec, np.spec);
     assert_eq!(kept.metadata.uid, np.metadata.uid);
@@ -88,31 +89,71 @@ fn a_nodepool_loses_managed_fields_and_keeps_the_rest() {
 }
 
 #[test]
-fn an_invalid_nodepool_is_reported_with_every_path() {
+fn an_invalid_nodepool_is_kept_marked_invalid_with_every_path() {
     let mut v = yaml(POOL);
     v["spec"]["limits"]["cpu"] = json!("lots");
     v["spec"]["template"]["spec"]["requirements"][0]["values"] = json!([]);
     let np: NodePool = decode("NodePool", v).unwrap();
-    let e = nodepool(np).unwrap_err();
-    assert_eq!((e.kind, e.name.as_str()), ("NodePool", "default"));
-    assert!(e.message.contains("spec.limits[cpu]"), "{e}");
+    let kept = nodepool(np);
+    let why = kept
+        .validation_failure()
+        .expect("marked ValidationSucceeded=False");
+    assert!(why.contains("spec.limits[cpu]"), "{why}");
+    assert!(why.contains("spec.template.spec.requirements[0]"), "{why}");
+}
+
+#[test]
+fn a_balanced_nodepool_decodes() {
+    // Issue 17: a NodePool with `consolidationPolicy: Balanced` failed to decode and was
+    // dropped.
+    let mut v = yaml(POOL);
+    v["spec"]["disruption"]["consolidationPolicy"] = json!("Balanced");
+    let np = nodepool_value(v).unwrap();
+    assert_eq!(
+        np.spec.disruption.consolidation_policy,
+        crate::api::nodepool::ConsolidationPolicy::Balanced
+    );
+    assert_eq!(np.validation_failure(), None);
+}
+
+#[test]
+fn a_nodepool_with_an_unknown_policy_is_kept_with_its_problem() {
+    let mut v = yaml(POOL);
+    v["spec"]["disruption"]["consolidationPolicy"] = json!("Sometimes");
+    v["spec"]["someFieldFromTheFuture"] = json!({"a": 1});
+    let np = nodepool_value(v).unwrap();
+    assert_eq!(np.metadata.name.as_deref(), Some("default"));
+    let why = np
+        .validation_failure()
+        .expect("marked ValidationSucceeded=False");
     assert!(
-        e.message.contains("spec.template.spec.requirements[0]"),
-        "{e}"
+        why.starts_with(
+            "spec.disruption.consolidationPolicy: unknown consolidationPolicy Sometimes (expected one of WhenEmpty, WhenEmptyOrUnderutilized, Balanced)"
+        ),
+        "{why}"
+    );
+    // The rest of the pool is read as written.
+    assert_eq!(np.spec.limits["cpu"].0, "1000");
+}
+
+#[test]
+fn a_bad_requirement_sets_aside_that_requirement_only() {
+    let mut v = yaml(POOL);
+    v["spec"]["template"]["spec"]["requirements"][0]["operator"] = json!("Maybe");
+    let np = nodepool_value(v).unwrap();
+    let why = np.validation_failure().expect("invalid");
+    assert!(
+        why.contains("spec.template.spec.requirements[0].operator"),
+        "{why}"
     );
 }
 
 #[test]
-fn a_nodepool_with_an_unknown_policy_does_not_decode() {
+fn a_nodepool_without_a_template_is_an_error_naming_it() {
     let mut v = yaml(POOL);
-    v["spec"]["disruption"]["consolidationPolicy"] = json!("Sometimes");
-    let e = decode::<NodePool>("NodePool", v).unwrap_err();
-    assert!(
-        e.message.starts_with(
-            "spec.disruption.consolidationPolicy: unknown consolidationPolicy Sometimes (expected WhenEmpty or WhenEmptyOrUnderutilized)"
-        ),
-        "{e}"
-    );
+    v["spec"].as_object_mut().unwrap().remove("template");
+    let e = nodepool_value(v).unwrap_err();
+    assert!(e.message.contains("spec.template"), "{e}");
 }
 
 // ---------------------------------------------------------------------------------------
