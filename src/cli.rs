@@ -134,6 +134,8 @@ pub enum Command {
         cloud: CloudArgs,
         #[command(flatten)]
         leader: LeaderArgs,
+        #[command(flatten)]
+        features: FeatureArgs,
     },
     /// The console attached to a cluster where a controller already runs: ours (found by
     /// its Lease) or upstream Karpenter (found by its API). Nothing runs locally but an
@@ -162,6 +164,8 @@ pub enum Command {
         metrics_addr: String,
         #[command(flatten)]
         leader: LeaderArgs,
+        #[command(flatten)]
+        features: FeatureArgs,
     },
     /// Measure the engine (release builds only give meaningful figures).
     #[command(subcommand)]
@@ -180,6 +184,83 @@ pub struct KubeArgs {
     /// Namespace of the controller's Lease and of the settings ConfigMap.
     #[arg(long, env = "POD_NAMESPACE", default_value = "karpenter-tui")]
     pub namespace: String,
+}
+
+/// Upstream Karpenter's settings that change what the engine decides, under upstream's
+/// flag meanings and environment variable names (its `pkg/operator/options`).
+#[derive(clap::Args, Debug, Clone)]
+pub struct FeatureArgs {
+    /// Feature gates as upstream spells them: `SpotToSpotConsolidation=true` lets
+    /// consolidation replace a spot node with a cheaper spot node (off by default, as
+    /// upstream). Gates this build does not know are refused.
+    #[arg(
+        long,
+        env = "FEATURE_GATES",
+        default_value = "",
+        value_name = "GATE=BOOL,..."
+    )]
+    pub feature_gates: String,
+    /// What a NodePool's `minValues` does when the offerings cannot meet it: Strict
+    /// (nothing launches, as before v1.6) or BestEffort (relaxed to what is available,
+    /// and the NodeClaim annotated `karpenter.sh/nodeclaim-min-values-relaxed`).
+    #[arg(
+        long,
+        env = "MIN_VALUES_POLICY",
+        default_value = "Strict",
+        value_name = "Strict|BestEffort"
+    )]
+    pub min_values_policy: String,
+}
+
+impl FeatureArgs {
+    /// (spot-to-spot consolidation, minValues policy), or what is wrong with the flags.
+    pub fn parse(
+        &self,
+    ) -> Result<(bool, karpenter_tui::engine::scheduling::MinValuesPolicy), String> {
+        use karpenter_tui::engine::scheduling::MinValuesPolicy;
+        let mut spot_to_spot = false;
+        for gate in self
+            .feature_gates
+            .split(',')
+            .map(str::trim)
+            .filter(|g| !g.is_empty())
+        {
+            let (name, value) = gate.split_once('=').unwrap_or((gate, "true"));
+            let on = match value.trim() {
+                "true" => true,
+                "false" => false,
+                v => {
+                    return Err(format!(
+                        "--feature-gates / FEATURE_GATES: {name}={v}: expected true or false"
+                    ));
+                }
+            };
+            match name.trim() {
+                "SpotToSpotConsolidation" => spot_to_spot = on,
+                // Known upstream gates with no effect here: accepted so upstream's
+                // settings carry over unchanged.
+                "NodeRepair" | "ReservedCapacity" | "NodeOverlay" | "StaticCapacity" => {}
+                other => {
+                    return Err(format!(
+                        "--feature-gates / FEATURE_GATES: unknown gate {other:?} (known: \
+                         SpotToSpotConsolidation, NodeRepair, ReservedCapacity, NodeOverlay, \
+                         StaticCapacity)"
+                    ));
+                }
+            }
+        }
+        let policy = match self.min_values_policy.as_str() {
+            "Strict" => MinValuesPolicy::Strict,
+            "BestEffort" => MinValuesPolicy::BestEffort,
+            other => {
+                return Err(format!(
+                    "--min-values-policy / MIN_VALUES_POLICY: {other:?}: expected Strict or \
+                     BestEffort"
+                ));
+            }
+        };
+        Ok((spot_to_spot, policy))
+    }
 }
 
 /// One controller at a time: `run` and `controller` elect a leader on the same Lease

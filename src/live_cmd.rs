@@ -26,7 +26,10 @@ use karpenter_tui::tui::logpane::LogPane;
 use karpenter_tui::tui::{connecting, launch};
 use tokio::sync::watch;
 
-use crate::cli::{Cloud, CloudArgs, KubeArgs, LeaderArgs};
+use crate::cli::{Cloud, CloudArgs, FeatureArgs, KubeArgs, LeaderArgs};
+
+/// Spot-to-spot consolidation and the minValues policy (see [`FeatureArgs`]).
+type Features = (bool, karpenter_tui::engine::scheduling::MinValuesPolicy);
 
 /// How long the watches get to list the cluster before the controller gives up.
 const SYNC_LIMIT: Duration = Duration::from_secs(120);
@@ -109,6 +112,7 @@ async fn controller(
     conn: &Connection,
     cloud: &CloudArgs,
     policy: PolicyTable,
+    features: Features,
     identity: &str,
     leading: Option<watch::Receiver<bool>>,
 ) -> Result<Controller<KubeCluster, LiveCloud>, String> {
@@ -130,7 +134,8 @@ async fn controller(
         Arc::new(SystemClock),
         Settings {
             policy,
-            spot_to_spot: false,
+            spot_to_spot: features.0,
+            min_values_policy: features.1,
             journal: None,
             start: now,
             seed: fastrand::u64(..),
@@ -216,6 +221,7 @@ async fn start_controller(
     conn: &Connection,
     cloud: &CloudArgs,
     policy: PolicyTable,
+    features: Features,
     leader: &LeaderArgs,
     identity: &str,
     progress: &Progress,
@@ -242,7 +248,15 @@ async fn start_controller(
     let lease = elector.lease();
     *election = Some(Election::spawn(elector));
     progress.send_replace(format!("starting the controller against {}", conn.server));
-    let mut controller = controller(conn, cloud, policy, identity, Some(leading.clone())).await?;
+    let mut controller = controller(
+        conn,
+        cloud,
+        policy,
+        features,
+        identity,
+        Some(leading.clone()),
+    )
+    .await?;
     progress.send_replace(format!("listing the cluster's objects at {}", conn.server));
     let wake = controller.parts_mut().0.wake();
     live::wait_synced(&mut controller, &wake, SYNC_LIMIT).await?;
@@ -319,12 +333,14 @@ pub fn run(
     kube: &KubeArgs,
     cloud: &CloudArgs,
     leader: &LeaderArgs,
+    features: &FeatureArgs,
     rules: Option<Vec<String>>,
     opts: &launch::Options,
     pane: Option<LogPane>,
 ) -> ExitCode {
     block_on(async {
         let policy = policy(rules)?;
+        let features = features.parse()?;
         lease_config(&leader.lease)?;
         let conn = connect(kube).await?;
         let identity = format!("{}@{}", conn.user, default_identity());
@@ -335,6 +351,7 @@ pub fn run(
                 &conn,
                 cloud,
                 policy,
+                features,
                 leader,
                 &identity,
                 &progress,
@@ -495,8 +512,15 @@ pub fn attach(
             progress.send_replace(format!("finding the controller at {}", conn.server));
             let flavour = protocol::detect(&conn.client, &conn.namespace).await?;
             let identity = format!("{}@{}", conn.user, default_identity());
-            let controller =
-                controller(&conn, &sim, PolicyTable::default(), &identity, None).await?;
+            let controller = controller(
+                &conn,
+                &sim,
+                PolicyTable::default(),
+                Features::default(),
+                &identity,
+                None,
+            )
+            .await?;
             let mut controller = controller.observing();
             progress.send_replace(format!("listing the cluster's objects at {}", conn.server));
             let wake = controller.parts_mut().0.wake();
@@ -573,6 +597,7 @@ pub fn controller_cmd(
     cloud: &CloudArgs,
     metrics_addr: &str,
     leader: &LeaderArgs,
+    features: &FeatureArgs,
     rules: Option<Vec<String>>,
 ) -> ExitCode {
     block_on(async {
@@ -581,6 +606,7 @@ pub fn controller_cmd(
             .map_err(|e| format!("--metrics-addr {metrics_addr:?}: {e}"))?;
         lease_config(&leader.lease)?;
         let policy = policy(rules)?;
+        let features = features.parse()?;
         let identity = default_identity();
         let conn = connect(kube).await?;
         let lease_name = karpenter_tui::api::protocol::LEASE;
@@ -609,6 +635,7 @@ pub fn controller_cmd(
             &conn,
             cloud,
             policy,
+            features,
             leader,
             &identity,
             &progress,

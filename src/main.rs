@@ -84,10 +84,12 @@ fn main() -> ExitCode {
             kube,
             cloud,
             leader,
+            features,
         }) => live_cmd::run(
             &kube,
             &cloud,
             &leader,
+            &features,
             cli.approve.rules(),
             &console_opts,
             pane,
@@ -100,7 +102,15 @@ fn main() -> ExitCode {
             cloud,
             metrics_addr,
             leader,
-        }) => live_cmd::controller_cmd(&kube, &cloud, &metrics_addr, &leader, cli.approve.rules()),
+            features,
+        }) => live_cmd::controller_cmd(
+            &kube,
+            &cloud,
+            &metrics_addr,
+            &leader,
+            &features,
+            cli.approve.rules(),
+        ),
     }
 }
 

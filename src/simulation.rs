@@ -125,6 +125,7 @@ impl Simulation {
             Settings {
                 policy: policy.clone(),
                 spot_to_spot: false,
+                min_values_policy: Default::default(),
                 journal,
                 start,
                 seed,
@@ -153,6 +154,7 @@ impl Simulation {
         let settings = Settings {
             policy: self.policy.clone(),
             spot_to_spot: false,
+            min_values_policy: Default::default(),
             journal,
             start: self.start,
             seed: self.seed.wrapping_add(1),
@@ -166,6 +168,7 @@ impl Simulation {
             Settings {
                 policy: PolicyTable::default(),
                 spot_to_spot: false,
+                min_values_policy: Default::default(),
                 journal: None,
                 start: self.start,
                 seed: 0,

@@ -577,3 +577,194 @@ fn two_attached_consoles_approve_reject_and_pause_through_the_controller() {
     a.wait_for("A shows the pause", PATIENCE, |s| s.contains("PAUSED: all"));
     assert_eq!(controller.terminate(), Some(0), "{}", controller.stderr());
 }
+
+/// An upstream-shaped m5.xlarge node (NodeClaim hashed by upstream Karpenter, labels as
+/// its registration writes them) running one small pod, in a pool that also allows
+/// m5.large: consolidation replaces it with a cheaper node.
+fn upstream_xlarge_with_a_pod() -> String {
+    let node = "ip-10-0-9-9.ec2.internal";
+    let provider = "aws:///us-east-1a/i-0upstream";
+    format!(
+        r#"apiVersion: karpenter.sh/v1
+kind: NodeClaim
+metadata:
+  name: default-upstr
+  labels:
+    karpenter.sh/nodepool: default
+    node.kubernetes.io/instance-type: m5.xlarge
+    topology.kubernetes.io/zone: us-east-1a
+    karpenter.sh/capacity-type: on-demand
+  annotations:
+    karpenter.sh/nodepool-hash: "4781265392761829175"
+    karpenter.sh/nodepool-hash-version: v3
+  finalizers: [karpenter.sh/termination]
+spec:
+  nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}
+  requirements:
+  - {{key: node.kubernetes.io/instance-type, operator: In, values: [m5.xlarge]}}
+status:
+  providerID: {provider}
+  nodeName: {node}
+  capacity: {{cpu: "4", memory: 16Gi, pods: "58"}}
+  allocatable: {{cpu: 3920m, memory: 14162Mi, pods: "58"}}
+  conditions:
+  - {{type: Launched, status: "True", reason: Launched, lastTransitionTime: "2026-01-01T00:00:00Z"}}
+  - {{type: Registered, status: "True", reason: Registered, lastTransitionTime: "2026-01-01T00:00:00Z"}}
+  - {{type: Initialized, status: "True", reason: Initialized, lastTransitionTime: "2026-01-01T00:00:00Z"}}
+  - {{type: Ready, status: "True", reason: Ready, lastTransitionTime: "2026-01-01T00:00:00Z"}}
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: {node}
+  labels:
+    karpenter.sh/nodepool: default
+    karpenter.sh/initialized: "true"
+    karpenter.sh/registered: "true"
+    node.kubernetes.io/instance-type: m5.xlarge
+    topology.kubernetes.io/zone: us-east-1a
+    karpenter.sh/capacity-type: on-demand
+    kubernetes.io/hostname: {node}
+spec:
+  providerID: {provider}
+status:
+  capacity: {{cpu: "4", memory: 16Gi, pods: "58"}}
+  allocatable: {{cpu: 3920m, memory: 14162Mi, pods: "58"}}
+  conditions:
+  - {{type: Ready, status: "True", reason: KubeletReady, lastTransitionTime: "2026-01-01T00:00:00Z"}}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: web-small
+  namespace: default
+  labels: {{app: web}}
+  ownerReferences:
+  - {{apiVersion: apps/v1, kind: ReplicaSet, name: web-5d8f, uid: 0f0e0d0c-0000-4000-8000-00000000000a, controller: true}}
+spec:
+  nodeName: {node}
+  containers:
+  - name: main
+    image: nginx
+    resources: {{requests: {{cpu: 500m, memory: 512Mi}}}}
+status:
+  phase: Running
+"#
+    )
+}
+
+/// Seen: approving a replace against upstream Karpenter deleted the candidate at once, so
+/// the replace became break-before-make. Now the replacement NodeClaim is created first
+/// (as upstream's provisioner would, with the hash upstream stamped on the NodePool) and
+/// the candidate is deleted only once the replacement is Initialized.
+#[test]
+fn approving_a_replace_against_upstream_is_make_before_break() {
+    let peer = KubePeer::start();
+    let kubeconfig = peer.kubeconfig_path().display().to_string();
+    peer.kubectl(
+        &["apply", "-f", "-"],
+        &nodepool(
+            "m5.large, m5.xlarge",
+            "    consolidationPolicy: WhenEmptyOrUnderutilized\n    consolidateAfter: 0s",
+        ),
+    );
+    peer.kubectl(
+        &[
+            "annotate",
+            "nodepool",
+            "default",
+            "karpenter.sh/nodepool-hash=4781265392761829175",
+            "karpenter.sh/nodepool-hash-version=v3",
+        ],
+        "",
+    );
+    peer.kubectl(&["create", "-f", "-"], &upstream_xlarge_with_a_pod());
+
+    let dir = tempfile::tempdir().unwrap();
+    let command = format!(
+        "KARPENTER_TUI_CONFIG_DIR={0}/config XDG_STATE_HOME={0}/state {BIN} attach --write \
+         --kubeconfig {kubeconfig} --namespace default; sleep 30",
+        dir.path().display()
+    );
+    let tmux = Tmux::start(dir.path(), &command);
+    tmux.wait_for("the attached console", PATIENCE, |s| {
+        s.contains("upstream Karpenter") && s.contains("write")
+    });
+    tmux.keys("5");
+    let screen = tmux.wait_for("the replace proposed", PATIENCE, |s| {
+        !awaiting(s).is_empty()
+    });
+    let id = awaiting(&screen)[0];
+    tmux.keys("a");
+    tmux.wait_for("the replacement created", PATIENCE, |s| {
+        s.contains("created replacement")
+    });
+    let replacement = eventually("the replacement NodeClaim", || {
+        items(&peer, &["get", "nodeclaims"])
+            .into_iter()
+            .find(|c| c["metadata"]["name"] != "default-upstr")
+    });
+    let rname = replacement["metadata"]["name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let annotations = &replacement["metadata"]["annotations"];
+    assert_eq!(
+        annotations["karpenter.sh/nodepool-hash"], "4781265392761829175",
+        "upstream's hash from the NodePool, so upstream does not call it drifted"
+    );
+    assert_eq!(annotations["karpenter.sh/nodepool-hash-version"], "v3");
+    assert_eq!(annotations["karpenter-tui.dev/replaces"], "default-upstr");
+    assert_eq!(
+        replacement["metadata"]["ownerReferences"][0]["kind"], "NodePool",
+        "{replacement}"
+    );
+    let types = replacement["spec"]["requirements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["key"] == "node.kubernetes.io/instance-type")
+        .map(|r| r["values"].clone())
+        .unwrap();
+    assert_eq!(types, serde_json::json!(["m5.large"]), "{replacement}");
+
+    // Until the replacement initializes, the candidate stays.
+    std::thread::sleep(Duration::from_secs(3));
+    let candidate = json(&peer, &["get", "nodeclaim", "default-upstr"]);
+    assert!(
+        candidate["metadata"]["deletionTimestamp"].is_null(),
+        "deleted before its replacement initialized: {candidate}"
+    );
+    let record = candidate["metadata"]["annotations"]["karpenter-tui.dev/replaced-by"]
+        .as_str()
+        .unwrap();
+    assert!(record.contains(&rname), "{record}");
+    assert!(record.contains(&format!("\"decision\":{id}")), "{record}");
+
+    // Upstream launches it and it initializes: then the candidate goes.
+    let status = serde_json::json!({"status": {"conditions": [
+        {"type": "Initialized", "status": "True", "reason": "Initialized", "message": "",
+         "lastTransitionTime": "2026-01-01T00:10:00Z"},
+    ]}});
+    // A merge patch of the status subresource (kubectl 1.20 has no --subresource).
+    let body = status.to_string();
+    let mut s = TcpStream::connect(("127.0.0.1", peer.port())).unwrap();
+    write!(
+        s,
+        "PATCH /apis/karpenter.sh/v1/nodeclaims/{rname}/status HTTP/1.1\r\nHost: peer\r\n\
+         Content-Type: application/merge-patch+json\r\nContent-Length: {}\r\n\
+         Connection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    eventually("the candidate deleted", || {
+        let gone = !items(&peer, &["get", "nodeclaims"]).iter().any(|c| {
+            c["metadata"]["name"] == "default-upstr" && c["metadata"]["deletionTimestamp"].is_null()
+        });
+        gone.then_some(())
+    });
+    tmux.keys("q");
+}

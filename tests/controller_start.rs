@@ -375,3 +375,56 @@ fn the_console_shows_the_connecting_screen_and_q_quits_it() {
         "terminal left in raw mode:\n{screen}"
     );
 }
+
+/// Upstream's settings carry over under their names: a gate or policy this build cannot
+/// honour is refused before anything touches the cluster, naming the flag, its env
+/// variable and what is accepted; upstream's known gates are accepted.
+#[test]
+fn upstream_feature_gates_and_min_values_policy_are_checked_by_name() {
+    let out = std::process::Command::new(BIN)
+        .args(["controller", "--kubeconfig", "/nonexistent"])
+        .env("FEATURE_GATES", "SpotToSpotConsolidation=true,Bogus=true")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("FEATURE_GATES: unknown gate \"Bogus\""),
+        "{err}"
+    );
+
+    let out = std::process::Command::new(BIN)
+        .args([
+            "run",
+            "--kubeconfig",
+            "/nonexistent",
+            "--min-values-policy",
+            "Lax",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("MIN_VALUES_POLICY: \"Lax\": expected Strict or BestEffort"),
+        "{err}"
+    );
+
+    // Known gates and a valid policy pass the check: the failure is the kubeconfig's.
+    let out = std::process::Command::new(BIN)
+        .args([
+            "controller",
+            "--kubeconfig",
+            "/nonexistent",
+            "--min-values-policy",
+            "BestEffort",
+        ])
+        .env(
+            "FEATURE_GATES",
+            "SpotToSpotConsolidation=true,NodeRepair=false",
+        )
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("FEATURE_GATES"), "{err}");
+    assert!(err.contains("/nonexistent"), "{err}");
+}

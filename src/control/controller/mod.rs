@@ -80,6 +80,8 @@ const RECENT_EVENTS: usize = 500;
 pub struct Settings {
     pub policy: PolicyTable,
     pub spot_to_spot: bool,
+    /// What provisioning does when `minValues` cannot be met (upstream `MIN_VALUES_POLICY`).
+    pub min_values_policy: crate::engine::scheduling::MinValuesPolicy,
     pub journal: Option<Journal>,
     /// The origin of event times (`t` = seconds since this).
     pub start: DateTime<Utc>,
@@ -122,6 +124,8 @@ pub struct Controller<C: Cluster, P: CloudProvider> {
     /// and drift verdicts are asked for again.
     cloud_generation: u64,
 
+    /// Upstream's `MIN_VALUES_POLICY`, for provisioning.
+    min_values_policy: crate::engine::scheduling::MinValuesPolicy,
     /// Each NodePool's status as last written (see `status.rs`).
     pool_status_written: HashMap<String, crate::cluster::PoolStatus>,
     /// The approval protocol's state in the cluster (decision records, requests, pauses).
@@ -199,6 +203,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             last_gc: None,
             cloud_generation: 0,
             pool_status_written: HashMap::new(),
+            min_values_policy: settings.min_values_policy,
             protocol: protocol::Protocol::default(),
             recovered: false,
             recent: VecDeque::new(),

@@ -21,7 +21,8 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             return;
         }
         let pods_by_node = state.pods_by_node();
-        let sim = SimInput::new(&state, &pods_by_node);
+        let mut sim = SimInput::new(&state, &pods_by_node);
+        sim.input.min_values_policy = self.min_values_policy;
         let results = solve(&sim.input, &pods);
         let pools: Vec<_> = results
             .new_nodeclaims
@@ -65,7 +66,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                 .iter()
                 .map(|t| t.name.clone())
                 .collect();
-            let object = nodeclaim_for(
+            let mut object = nodeclaim_for(
                 &name,
                 &pool,
                 &claim.requirements,
@@ -73,6 +74,13 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                 claim.requests.clone(),
                 now,
             );
+            if claim.min_values_relaxed {
+                // Upstream's BestEffort policy marks what it relaxed.
+                object.annotations.insert(
+                    crate::api::labels::NODECLAIM_MIN_VALUES_RELAXED.into(),
+                    "true".into(),
+                );
+            }
             if self.create_claim(object, PROVISIONED).await {
                 created.push((name, &claim.pods));
             }
