@@ -12,10 +12,12 @@ mod objects;
 mod proc;
 #[path = "peers/tmux.rs"]
 mod tmux;
+#[path = "peers/wait.rs"]
+mod wait;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kube_peer::KubePeer;
 use objects::{empty_node, nodepool};
@@ -49,23 +51,9 @@ fn json(peer: &KubePeer, args: &[&str]) -> Value {
     peer.get_json(args)
 }
 
-fn items(peer: &KubePeer, args: &[&str]) -> Vec<Value> {
-    json(peer, args)["items"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-}
-
 /// Polls `probe` until it gives a value; panics naming `what` after PATIENCE.
-fn eventually<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
-    let start = Instant::now();
-    loop {
-        if let Some(v) = probe() {
-            return v;
-        }
-        assert!(start.elapsed() < PATIENCE, "waited {PATIENCE:?} for {what}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+fn eventually<T>(what: &str, probe: impl FnMut() -> Option<T>) -> T {
+    wait::eventually(what, PATIENCE, probe)
 }
 
 /// A plain HTTP/1.1 GET: (status, body).
@@ -99,7 +87,7 @@ fn peer_with_pool() -> (KubePeer, String) {
 }
 
 fn events(peer: &KubePeer, reason: &str) -> Vec<Value> {
-    items(peer, &["get", "events.v1.events.k8s.io", "-A"])
+    peer.items(&["get", "events.v1.events.k8s.io", "-A"])
         .into_iter()
         .filter(|e| e["reason"] == reason)
         .collect()
@@ -113,7 +101,7 @@ fn run_provisions_a_nodeclaim_and_a_node_for_a_pod_kubectl_created() {
     // Not on a terminal: the controller without the console, events as JSON lines.
     let mut run = Proc::start(&["run", "--kubeconfig", &kubeconfig, "--namespace", "default"]);
     let claim = eventually("a NodeClaim for the pending pod", || {
-        items(&peer, &["get", "nodeclaims"])
+        peer.items(&["get", "nodeclaims"])
             .into_iter()
             .find(|c| c["status"]["providerID"].is_string())
     });
@@ -149,7 +137,7 @@ fn run_provisions_a_nodeclaim_and_a_node_for_a_pod_kubectl_created() {
     // The simulated cloud registered a Ready Node for it, like Karpenter's KWOK provider.
     let provider = claim["status"]["providerID"].as_str().unwrap().to_string();
     let node = eventually("the Node of the NodeClaim", || {
-        items(&peer, &["get", "nodes"])
+        peer.items(&["get", "nodes"])
             .into_iter()
             .find(|n| n["spec"]["providerID"] == provider.as_str())
     });
@@ -216,10 +204,10 @@ fn two_controllers_elect_one_leader_and_the_other_takes_over_on_sigterm() {
 
     // Only the leader acts: one pod, one NodeClaim.
     eventually("the leader's NodeClaim", || {
-        (!items(&peer, &["get", "nodeclaims"]).is_empty()).then_some(())
+        (!peer.items(&["get", "nodeclaims"]).is_empty()).then_some(())
     });
     std::thread::sleep(Duration::from_secs(2));
-    assert_eq!(items(&peer, &["get", "nodeclaims"]).len(), 1);
+    assert_eq!(peer.items(&["get", "nodeclaims"]).len(), 1);
     assert!(leader_of(follower).is_none(), "{}", follower.stderr());
 
     // Both are alive and ready (synced); only the leader reports leading.
@@ -423,7 +411,7 @@ fn awaiting(screen: &str) -> Vec<u64> {
 }
 
 fn recorded(peer: &KubePeer) -> Vec<(String, String)> {
-    items(peer, &["get", "nodeclaims"])
+    peer.items(&["get", "nodeclaims"])
         .into_iter()
         .filter_map(|c| {
             let id = c["metadata"]["annotations"]["karpenter-tui.dev/decision"].as_str()?;
@@ -507,7 +495,7 @@ fn two_attached_consoles_approve_reject_and_pause_through_the_controller() {
         s.contains(&format!("approval of #{first} sent"))
     });
     eventually("the approved NodeClaim deleted", || {
-        let gone = !items(&peer, &["get", "nodeclaims"]).iter().any(|c| {
+        let gone = !peer.items(&["get", "nodeclaims"]).iter().any(|c| {
             c["metadata"]["name"] == first_claim.as_str()
                 && c["metadata"]["deletionTimestamp"].is_null()
         });
@@ -700,7 +688,7 @@ fn approving_a_replace_against_upstream_is_make_before_break() {
         s.contains("created replacement")
     });
     let replacement = eventually("the replacement NodeClaim", || {
-        items(&peer, &["get", "nodeclaims"])
+        peer.items(&["get", "nodeclaims"])
             .into_iter()
             .find(|c| c["metadata"]["name"] != "default-upstr")
     });
@@ -761,7 +749,7 @@ fn approving_a_replace_against_upstream_is_make_before_break() {
     s.read_to_string(&mut answer).unwrap();
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     eventually("the candidate deleted", || {
-        let gone = !items(&peer, &["get", "nodeclaims"]).iter().any(|c| {
+        let gone = !peer.items(&["get", "nodeclaims"]).iter().any(|c| {
             c["metadata"]["name"] == "default-upstr" && c["metadata"]["deletionTimestamp"].is_null()
         });
         gone.then_some(())

@@ -13,6 +13,8 @@ mod objects;
 mod proc;
 #[path = "peers/tmux.rs"]
 mod tmux;
+#[path = "peers/wait.rs"]
+mod wait;
 
 use std::time::{Duration, Instant};
 
@@ -62,15 +64,8 @@ fn leader_of(p: &Proc) -> Option<String> {
     })
 }
 
-fn eventually<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
-    let start = Instant::now();
-    loop {
-        if let Some(v) = probe() {
-            return v;
-        }
-        assert!(start.elapsed() < PATIENCE, "waited {PATIENCE:?} for {what}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+fn eventually<T>(what: &str, probe: impl FnMut() -> Option<T>) -> T {
+    wait::eventually(what, PATIENCE, probe)
 }
 
 fn holder(peer: &KubePeer, namespace: &str, name: &str) -> String {

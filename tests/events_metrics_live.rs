@@ -10,10 +10,12 @@ mod kube_peer;
 mod objects;
 #[path = "peers/proc.rs"]
 mod proc;
+#[path = "peers/wait.rs"]
+mod wait;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kube_peer::KubePeer;
 use objects::{nodepool, pending_pod};
@@ -23,27 +25,13 @@ use serde_json::Value;
 /// Bounds every wait; nothing asserts on elapsed time.
 const PATIENCE: Duration = Duration::from_secs(90);
 
-fn eventually<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
-    let start = Instant::now();
-    loop {
-        if let Some(v) = probe() {
-            return v;
-        }
-        assert!(start.elapsed() < PATIENCE, "waited {PATIENCE:?} for {what}");
-        std::thread::sleep(Duration::from_millis(250));
-    }
-}
-
-fn items(peer: &KubePeer, args: &[&str]) -> Vec<Value> {
-    peer.get_json(args)["items"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
+fn eventually<T>(what: &str, probe: impl FnMut() -> Option<T>) -> T {
+    wait::eventually(what, PATIENCE, probe)
 }
 
 /// The Events with `reason` on the object of `kind` named `name`, as kubectl lists them.
 fn events_on(peer: &KubePeer, reason: &str, kind: &str, name: &str) -> Vec<Value> {
-    items(peer, &["get", "events.v1.events.k8s.io", "-A"])
+    peer.items(&["get", "events.v1.events.k8s.io", "-A"])
         .into_iter()
         .filter(|e| {
             e["reason"] == reason
@@ -122,7 +110,7 @@ fn events_land_on_upstreams_objects_and_metrics_name_the_live_nodes() {
     peer.kubectl(&["create", "-f", "-"], &pending_pod("huge", "500", "1Gi"));
 
     let claim = eventually("a launched NodeClaim", || {
-        items(&peer, &["get", "nodeclaims"])
+        peer.items(&["get", "nodeclaims"])
             .into_iter()
             .find(|c| c["status"]["providerID"].is_string())
     });
@@ -230,7 +218,7 @@ fn events_land_on_upstreams_objects_and_metrics_name_the_live_nodes() {
         assert_eq!(e["note"], format!("Disrupting {what}: Empty"), "{e}");
     }
     eventually("the NodeClaim gone", || {
-        items(&peer, &["get", "nodeclaims"])
+        peer.items(&["get", "nodeclaims"])
             .iter()
             .all(|c| c["metadata"]["name"] != claim.as_str())
             .then_some(())

@@ -14,9 +14,11 @@ mod kube_peer;
 mod objects;
 #[path = "peers/proc.rs"]
 mod proc;
+#[path = "peers/wait.rs"]
+mod wait;
 
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kube_peer::KubePeer;
 use objects::{nodepool, pending_pod};
@@ -26,22 +28,8 @@ use serde_json::Value;
 /// Bounds every wait; nothing asserts on elapsed time.
 const PATIENCE: Duration = Duration::from_secs(90);
 
-fn items(peer: &KubePeer, args: &[&str]) -> Vec<Value> {
-    peer.get_json(args)["items"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-}
-
-fn eventually<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
-    let start = Instant::now();
-    loop {
-        if let Some(v) = probe() {
-            return v;
-        }
-        assert!(start.elapsed() < PATIENCE, "waited {PATIENCE:?} for {what}");
-        std::thread::sleep(Duration::from_millis(250));
-    }
+fn eventually<T>(what: &str, probe: impl FnMut() -> Option<T>) -> T {
+    wait::eventually(what, PATIENCE, probe)
 }
 
 fn condition<'a>(obj: &'a Value, type_: &str) -> Option<&'a Value> {
@@ -124,7 +112,7 @@ fn registration_and_status_read_as_upstream_writes_them() {
     );
 
     let claim = eventually("a NodeClaim Ready with its Node", || {
-        items(&peer, &["get", "nodeclaims"])
+        peer.items(&["get", "nodeclaims"])
             .into_iter()
             .find(|c| is_true(c, "Ready") && c["status"]["nodeName"].is_string())
     });

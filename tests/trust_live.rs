@@ -19,6 +19,8 @@ mod objects;
 mod proc;
 #[path = "peers/recorder.rs"]
 mod recorder;
+#[path = "peers/wait.rs"]
+mod wait;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -32,22 +34,8 @@ use serde_json::Value;
 /// Bounds every wait; nothing asserts on elapsed time.
 const PATIENCE: Duration = Duration::from_secs(90);
 
-fn items(peer: &KubePeer, args: &[&str]) -> Vec<Value> {
-    peer.get_json(args)["items"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-}
-
-fn eventually<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
-    let start = Instant::now();
-    loop {
-        if let Some(v) = probe() {
-            return v;
-        }
-        assert!(start.elapsed() < PATIENCE, "waited {PATIENCE:?} for {what}");
-        std::thread::sleep(Duration::from_millis(250));
-    }
+fn eventually<T>(what: &str, probe: impl FnMut() -> Option<T>) -> T {
+    wait::eventually(what, PATIENCE, probe)
 }
 
 fn leads(p: &Proc) -> bool {
@@ -205,7 +193,7 @@ fn an_approval_recorded_before_the_leader_is_killed_is_carried_out_once() {
     // The pool no longer allows m5.large: the node has drifted.
     peer.kubectl(&["apply", "-f", "-"], &nodepool("m5.xlarge", disruption));
     let id = eventually("the drift decision recorded on the NodeClaim", || {
-        items(&peer, &["get", "nodeclaims"])
+        peer.items(&["get", "nodeclaims"])
             .into_iter()
             .find_map(|c| {
                 (c["metadata"]["name"] == "default-aaaaa")
@@ -237,7 +225,7 @@ fn an_approval_recorded_before_the_leader_is_killed_is_carried_out_once() {
 
     let replacement = format!("default-replacement-{id}-0");
     eventually("the drifted NodeClaim replaced and gone", || {
-        let claims = items(&peer, &["get", "nodeclaims"]);
+        let claims = peer.items(&["get", "nodeclaims"]);
         let old = claims
             .iter()
             .any(|c| c["metadata"]["name"] == "default-aaaaa");
@@ -266,7 +254,7 @@ fn an_approval_recorded_before_the_leader_is_killed_is_carried_out_once() {
         .filter(|s| s.deleted || !s.object["metadata"]["deletionTimestamp"].is_null())
         .collect();
     assert!(gone.is_empty(), "the replacement was deleted: {gone:?}");
-    let events = items(&peer, &["get", "events.v1.events.k8s.io", "-A"]);
+    let events = peer.items(&["get", "events.v1.events.k8s.io", "-A"]);
     let refused: Vec<&Value> = events
         .iter()
         .filter(|e| e["reason"] == "DisruptionRequestRefused")

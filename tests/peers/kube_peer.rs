@@ -242,6 +242,15 @@ impl KubePeer {
         serde_json::from_str(&self.kubectl(&all, "")).expect("kubectl JSON")
     }
 
+    /// `kubectl get ARGS -o json`'s items (empty when there are none).
+    #[allow(dead_code)]
+    pub fn items(&self, args: &[&str]) -> Vec<Value> {
+        self.get_json(args)["items"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+
     /// One HTTP/1.1 request to the peer; returns the status, the head and the body.
     #[allow(dead_code)]
     pub fn http(&self, method: &str, path: &str, body: Option<&Value>) -> (u16, String, String) {

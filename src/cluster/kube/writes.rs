@@ -155,16 +155,14 @@ impl Writer {
         name: &str,
         status: &NodeClaimStatus,
     ) -> Result<(), ClusterError> {
-        let what = format!("NodeClaim {name} status");
         let patch = json!({ "status": status });
-        let api = self.nodeclaims();
-        retrying(&what, || async {
-            api.patch_status(name, &merge(), &Patch::Merge(patch.clone()))
-                .await
-        })
+        status_patch(
+            self.nodeclaims(),
+            &format!("NodeClaim {name} status"),
+            name,
+            &patch,
+        )
         .await
-        .map(drop)
-        .map_err(|e| api_error(&what, e))
     }
 
     /// Writes a NodePool's status subresource.
@@ -173,16 +171,9 @@ impl Writer {
         name: &str,
         status: &PoolStatus,
     ) -> Result<(), ClusterError> {
-        let what = format!("NodePool {name} status");
         let patch = convert::nodepool_status_patch(status);
         let api: Api<NodePool> = Api::all(self.client.clone());
-        retrying(&what, || async {
-            api.patch_status(name, &merge(), &Patch::Merge(patch.clone()))
-                .await
-        })
-        .await
-        .map(drop)
-        .map_err(|e| api_error(&what, e))
+        status_patch(api, &format!("NodePool {name} status"), name, &patch).await
     }
 
     /// Termination is done: the Node goes (upstream's termination controller deletes it
@@ -404,6 +395,24 @@ where
 {
     retrying(what, || async {
         api.patch(name, &merge(), &Patch::Merge(patch)).await
+    })
+    .await
+    .map(drop)
+    .map_err(|e| api_error(what, e))
+}
+
+/// A JSON merge patch of the status subresource, retried.
+async fn status_patch<K>(
+    api: Api<K>,
+    what: &str,
+    name: &str,
+    patch: &Value,
+) -> Result<(), ClusterError>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    retrying(what, || async {
+        api.patch_status(name, &merge(), &Patch::Merge(patch)).await
     })
     .await
     .map(drop)
