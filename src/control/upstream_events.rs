@@ -6,7 +6,8 @@
 //! `pkg/controllers/node/termination/terminator/events/events.go`,
 //! `pkg/controllers/nodeclaim/lifecycle/events.go`; the default dedupe window is
 //! `pkg/events/recorder.go`'s). Upstream dedupes on the reason and the object (plus a
-//! value or two, never the message); so does [`crate::cluster::kube::events`].
+//! value or two, never the message); so does the Kubernetes backend that posts them
+//! (`Cluster::notify`).
 
 use std::time::Duration;
 
