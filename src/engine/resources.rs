@@ -13,6 +13,9 @@ pub const CPU: &str = "cpu";
 pub const MEMORY: &str = "memory";
 pub const PODS: &str = "pods";
 pub const EPHEMERAL_STORAGE: &str = "ephemeral-storage";
+/// The pseudo-resource `spec.limits` and `status.resources` count nodes by, one (1000
+/// milli) per node (upstream `pkg/utils/resources` `Node`).
+pub const NODES: &str = "nodes";
 
 /// Why a quantity did not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -45,6 +45,9 @@ pub struct StateNode {
     pub annotations: BTreeMap<String, String>,
     pub taints: Vec<Taint>,
     pub allocatable: Resources,
+    /// The NodeClaim's `status.capacity` (the instance type's full capacity): what
+    /// `spec.limits` and `status.resources` count, as upstream's `StateNode.Capacity()`.
+    pub capacity: Resources,
     /// NodeClaim creation time: the start of its `expireAfter` lifetime.
     pub created: DateTime<Utc>,
     /// When it became initialized (the Initialized condition's transition): consolidation
@@ -128,6 +131,7 @@ impl StateNode {
             annotations,
             taints: spec.taints.clone(),
             allocatable: it.allocatable(),
+            capacity: it.capacity.clone(),
             created,
             initialized_at: Some(created),
             drifted_since: None,
@@ -212,6 +216,21 @@ pub struct ClusterState {
 }
 
 impl ClusterState {
+    /// What a pool's nodes add up to: each node's capacity plus one `nodes` each. This is
+    /// the pool's `status.resources`, the `karpenter_nodepools_usage` gauge and what
+    /// `spec.limits` are checked against (upstream `state.Cluster.NodePoolResourcesFor`
+    /// sums `StateNode.Capacity()` with `nodes: 1`).
+    pub fn pool_usage(&self, pool: &str) -> Resources {
+        let mut total = Resources::default();
+        let mut nodes = 0;
+        for n in self.nodes.iter().filter(|n| n.nodepool == pool) {
+            total.add(&n.capacity);
+            nodes += 1;
+        }
+        total.add_named(crate::engine::resources::NODES, nodes * 1000);
+        total
+    }
+
     /// Index of a node by its identity (NodeClaim name).
     pub fn node_index(&self) -> HashMap<&str, usize> {
         self.nodes

@@ -14,6 +14,7 @@ use crate::cloud::CloudProvider;
 use crate::cluster::{Change, Cluster, NodeClaimObject, NodeObject, Object, ObjectRef};
 use crate::control::events::EventKind;
 use crate::engine::pod::Pod;
+use crate::engine::resources::Resources;
 use crate::engine::state::{ClusterState, StateNode};
 
 /// The labels a launched NodeClaim carries (upstream: the template's, the requirements'
@@ -86,6 +87,13 @@ pub(super) fn state_node(claim: &NodeClaimObject, node: Option<&NodeObject>) -> 
         annotations,
         taints,
         allocatable,
+        // Upstream reads the Node's capacity once initialized; a Node's capacity is the
+        // instance type's, which the NodeClaim's status carries from the launch.
+        capacity: if launched.capacity == Resources::default() {
+            launched.allocatable.clone()
+        } else {
+            launched.capacity.clone()
+        },
         created: claim.created,
         initialized_at: None,
         drifted_since: None,

@@ -28,7 +28,6 @@ use crate::api::nodepool::NodePool;
 use crate::api::time::from_chrono;
 use crate::cloud::CloudProvider;
 use crate::cluster::{Cluster, ClusterError, NodeObject, PoolStatus, Write};
-use crate::engine::resources::Resources;
 
 /// Upstream's pod-events controller writes lastPodEventTime at most this often per node.
 const POD_EVENT_DEDUPE: TimeDelta = TimeDelta::seconds(10);
@@ -235,19 +234,10 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
     }
 
     async fn write_pool_status(&mut self, now: DateTime<Utc>) {
-        let mut counts: BTreeMap<&str, (i64, Resources)> = BTreeMap::new();
-        for r in self.registry.records() {
-            let e = counts.entry(r.claim.nodepool.as_str()).or_default();
-            e.0 += 1;
-            if let Some(l) = &r.claim.launched {
-                // The Node's capacity once it reports one, else the NodeClaim's estimate
-                // (upstream `StateNode.Capacity()`); Node objects carry allocatable here.
-                e.1.add(&l.capacity);
-            }
-        }
         let mut due = Vec::new();
         for (name, pool) in &self.state.nodepools {
-            let (nodes, resources) = counts.get(name.as_str()).cloned().unwrap_or_default();
+            let resources = self.state.pool_usage(name);
+            let nodes = resources.get(crate::engine::resources::NODES) / 1000;
             // The verdict the pool was read with (decoding and validation, see
             // `convert::nodepool`).
             let validation = match pool.validation_failure() {
@@ -323,6 +313,7 @@ fn same_as_read(r: &NodeRecord, s: &NodeClaimStatus) -> bool {
 mod tests {
     use super::*;
     use crate::control::controller::registry::tests::{claim, launched};
+    use crate::engine::resources::Resources;
     use chrono::DateTime;
 
     fn at(s: i64) -> DateTime<Utc> {

@@ -158,23 +158,6 @@ fn pod_labels(p: &Pod, node: Option<&StateNode>) -> Labels {
     ]
 }
 
-/// What a pool's nodes add up to in `status.resources`: each node's instance type
-/// capacity (its allocatable when the type is no longer offered) and the node count.
-pub fn pool_usage(state: &ClusterState, pool: &str) -> Resources {
-    let types = state.instance_types.get(pool);
-    let mut total = Resources::default();
-    let mut nodes = 0;
-    for n in state.nodes.iter().filter(|n| n.nodepool == pool) {
-        let capacity = types
-            .and_then(|ts| ts.iter().find(|t| t.name == n.instance_type))
-            .map_or(&n.allocatable, |t| &t.capacity);
-        total.add(capacity);
-        nodes += 1;
-    }
-    total.add_named("nodes", nodes * 1000);
-    total
-}
-
 /// One gauge family with float values.
 fn family(
     encoder: &mut DescriptorEncoder,
@@ -272,7 +255,7 @@ impl Collector for ClusterGauges {
                     ("nodepool".into(), name.clone()),
                 ]
             };
-            let used = pool_usage(&state, name);
+            let used = state.pool_usage(name);
             for (rt, v) in resources(&used) {
                 usage.push((labels(rt), v));
             }

@@ -35,10 +35,7 @@ impl<'a> SimInput<'a> {
             if pool.validation_failure().is_some() || pool.spec.replicas.is_some() {
                 continue;
             }
-            let mut in_use = Resources::default();
-            for n in state.nodes.iter().filter(|n| &n.nodepool == name) {
-                in_use.add(&n.allocatable);
-            }
+            let in_use = state.pool_usage(name);
             input.pools.push(PoolInput {
                 nodepool: pool,
                 instance_types: state.instance_types.get(name).cloned().unwrap_or_default(),
@@ -139,4 +136,50 @@ pub struct Movers<'a> {
     pub pending: &'a [&'a crate::engine::pod::Pod],
     /// [`moving_pods`]: their failures block a command.
     pub moving: &'a HashSet<&'a PodKey>,
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use chrono::{DateTime, TimeDelta};
+
+    use super::*;
+    use crate::api::nodepool::NodePool;
+    use crate::api::quantity::Quantity;
+    use crate::engine::catalog::CapacityType;
+    use crate::engine::disruption::fixture::{Fixture, instance_type};
+    use crate::engine::pod::Pod;
+    use crate::engine::scheduling::solve;
+
+    #[test]
+    fn limits_count_a_nodes_capacity_not_its_allocatable() {
+        // A 4-core node with 0.1 core reserved by the kubelet: upstream counts its 4 cores
+        // against `limits.cpu: 7950m`, leaving 3.95, too little for a second 4-core node.
+        // Counting allocatable (3.9) left 4.05 and launched one past the limit.
+        let mut it = (*instance_type("m.4", 4, 16, 0.2, None)).clone();
+        it.overhead = Resources::cpu_mem(100, 1 << 30);
+        let mut pool = NodePool::unconstrained("default");
+        pool.spec
+            .limits
+            .insert("cpu".into(), Quantity("7950m".into()));
+        let mut f = Fixture::new(vec![Arc::new(it)], DateTime::UNIX_EPOCH);
+        f.pool(pool);
+        f.node(
+            "n1",
+            "default",
+            "m.4",
+            CapacityType::OnDemand,
+            TimeDelta::hours(1),
+        );
+        f.pod("busy", "n1", 3000, 1024);
+        let pods = f.state.pods_by_node();
+        let sim = SimInput::new(&f.state, &pods);
+        assert_eq!(sim.input.pools[0].in_use.cpu, 4000);
+        let pending = Pod::new("default", "p", Resources::cpu_mem(1000, 1 << 30));
+        let r = solve(&sim.input, &[&pending]);
+        assert!(r.new_nodeclaims.is_empty(), "launched past the limit");
+        let why = r.errors.values().next().expect("the pod stays pending");
+        assert!(why.contains("exceed its limits"), "{why}");
+    }
 }

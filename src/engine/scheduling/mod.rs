@@ -29,7 +29,7 @@ use crate::api::nodepool::NodePool;
 use crate::engine::catalog::InstanceType;
 use crate::engine::pod::{HostPort, Pod, PodKey};
 use crate::engine::requirements::Requirements;
-use crate::engine::resources::Resources;
+use crate::engine::resources::{NODES, Resources};
 
 pub use claim::{ExistingSlot, PlannedClaim};
 pub use preferences::WorkPod;
@@ -221,6 +221,18 @@ fn place(
     let mut errs = Vec::new();
     for &t in order {
         let template = &templates[t];
+        // A node limit is known exactly before any type is picked: every claim is one
+        // node (upstream `scheduler.go` `addToNewNodeClaim`).
+        if remaining[t]
+            .as_ref()
+            .is_some_and(|r| r.iter().any(|(n, left)| n == NODES && *left < 1000))
+        {
+            errs.push(format!(
+                "nodepool {:?}: node limits have been exhausted",
+                template.nodepool
+            ));
+            continue;
+        }
         let options: Vec<u32> = (0..template.options.len() as u32)
             .filter(|&o| {
                 remaining[t]
@@ -248,6 +260,7 @@ fn place(
                     for &o in &claim.options {
                         largest.max(&template.options[o as usize].it.capacity);
                     }
+                    largest.add_named(NODES, 1000);
                     for (name, left) in r.iter_mut() {
                         *left -= largest.get(name);
                     }

@@ -173,6 +173,29 @@ fn limits_are_applied_pessimistically_and_named_in_the_reason() {
 }
 
 #[test]
+fn a_node_limit_counts_existing_nodes_and_each_new_claim_as_one() {
+    // limits.nodes used to be ignored for dynamic pools: no instance type has a `nodes`
+    // capacity, so nothing was ever subtracted and every pod got a node.
+    let pools = [pool("  limits: {nodes: 3}\n", "default")];
+    let mut inp = input(&pools, &two_and_four());
+    inp.pools[0]
+        .in_use
+        .add_named(crate::engine::resources::NODES, 1000);
+    let pods: Vec<Pod> = (0..4).map(|i| cpu_pod(&format!("p{i}"), 3000)).collect();
+    let refs: Vec<&Pod> = pods.iter().collect();
+    let r = solve(&inp, &refs);
+    assert_eq!(
+        r.new_nodeclaims.len(),
+        2,
+        "3 allowed, 1 exists: {:?}",
+        r.errors
+    );
+    assert_eq!(r.errors.len(), 2);
+    let why = r.errors.values().next().unwrap();
+    assert!(why.contains("node limits have been exhausted"), "{why}");
+}
+
+#[test]
 fn daemonset_overhead_is_part_of_every_new_node() {
     let pools = [pool("", "default")];
     let ds = Pod::new("kube-system", "ds", Resources::cpu_mem(1000, 0));
