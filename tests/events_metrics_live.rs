@@ -100,11 +100,24 @@ fn events_land_on_upstreams_objects_and_metrics_name_the_live_nodes() {
     - nodes: "1""#,
         ),
     );
+    // A pool whose requirements name no instance type the cloud offers.
+    peer.kubectl(
+        &["apply", "-f", "-"],
+        &nodepool(
+            "no-such.type",
+            "    consolidationPolicy: WhenEmpty\n    consolidateAfter: 0s",
+        )
+        .replace("name: default\n", "name: nowhere\n"),
+    );
     let mut run = controller(&kubeconfig, &[]);
     let addr = endpoints_of(&run);
+    // "yes" is no do-not-disrupt value upstream knows: it protects nothing, and says so.
     peer.kubectl(
         &["create", "-f", "-"],
-        &pending_pod("web-1", "500m", "512Mi"),
+        &pending_pod("web-1", "500m", "512Mi").replace(
+            "labels: {app: web}}",
+            "labels: {app: web}, annotations: {karpenter.sh/do-not-disrupt: \"yes\"}}",
+        ),
     );
     // Nothing in the pool can hold 500 CPUs.
     peer.kubectl(&["create", "-f", "-"], &pending_pod("huge", "500", "1Gi"));
@@ -122,7 +135,27 @@ fn events_land_on_upstreams_objects_and_metrics_name_the_live_nodes() {
             .is_some_and(|n| n.contains(&format!("nodeclaim/{claim}"))),
         "{nominated}"
     );
+    let invalid = expect_event(
+        &peer,
+        "InvalidDoNotDisruptAnnotation",
+        "Pod",
+        "web-1",
+        "Warning",
+    );
+    assert!(
+        invalid["note"]
+            .as_str()
+            .is_some_and(|n| n.contains(r#"failed to parse "yes" as a duration"#)),
+        "{invalid}"
+    );
     let failed = expect_event(&peer, "FailedScheduling", "Pod", "huge", "Warning");
+    expect_event(
+        &peer,
+        "NoCompatibleInstanceTypes",
+        "NodePool",
+        "nowhere",
+        "Warning",
+    );
     assert!(
         failed["note"]
             .as_str()

@@ -132,6 +132,7 @@ pub fn cluster(nodes: usize, pods: usize, seed: u64) -> ClusterState {
         p.phase = Phase::Running;
         p.unschedulable = false;
         p.created = now - TimeDelta::hours(2);
+        p.started = Some(p.created);
         if shape < 7 {
             p.labels
                 .insert("app".into(), format!("svc-{}", rng.below(200)));

@@ -140,6 +140,66 @@ pub fn nominated(pod: &PodKey, nodeclaim: Option<&str>, node: Option<&str>) -> N
     n
 }
 
+/// `InvalidDoNotDisruptAnnotation` (Warning) on a pod whose `karpenter.sh/do-not-disrupt`
+/// is neither `true` nor a positive duration, so it protects nothing (upstream
+/// `pkg/utils/pod/events.go`; deduped on the pod and the problem).
+pub fn invalid_do_not_disrupt(pod: &PodKey, uid: &str, problem: &str) -> Notice {
+    let mut n = notice(
+        ObjectRef::Pod(pod.clone()),
+        "InvalidDoNotDisruptAnnotation",
+        format!("Invalid karpenter.sh/do-not-disrupt annotation: {problem}, ignoring annotation"),
+        true,
+    );
+    n.dedupe = format!("{uid} {problem}");
+    n
+}
+
+/// `DoNotDisruptUntil` on a pod whose do-not-disrupt duration holds its node until `at`
+/// (RFC 3339, as upstream writes it; deduped on the pod and the time).
+pub fn do_not_disrupt_until(pod: &PodKey, uid: &str, at: &str) -> Notice {
+    let mut n = notice(
+        ObjectRef::Pod(pod.clone()),
+        "DoNotDisruptUntil",
+        format!("The karpenter.sh/do-not-disrupt grace period will elapse at {at}"),
+        false,
+    );
+    n.dedupe = format!("{uid} {at}");
+    n
+}
+
+/// `UnregisteredTaintMissing` (Warning) on a NodeClaim whose Node registered without
+/// `karpenter.sh/unregistered:NoExecute` (upstream `nodeclaim/lifecycle/events.go`): pods
+/// may have landed on it before its labels and taints were synced.
+pub fn unregistered_taint_missing(nodeclaim: &str) -> Notice {
+    notice(
+        ObjectRef::NodeClaim(nodeclaim.to_string()),
+        "UnregisteredTaintMissing",
+        format!(
+            "Missing {} taint which prevents registration related race conditions on Karpenter-managed nodes",
+            crate::api::labels::UNREGISTERED_TAINT_KEY
+        ),
+        true,
+    )
+}
+
+/// `NoCompatibleInstanceTypes` (Warning) on a NodePool whose requirements leave no
+/// available instance type (upstream `provisioning/scheduling/events.go`; repeats at most
+/// once a minute).
+pub fn no_compatible_instance_types(nodepool: &str, min_values: bool) -> Notice {
+    let mut n = notice(
+        ObjectRef::NodePool(nodepool.to_string()),
+        "NoCompatibleInstanceTypes",
+        if min_values {
+            "NodePool requirements filtered out all compatible available instance types due to minValues incompatibility".into()
+        } else {
+            "NodePool requirements filtered out all compatible available instance types".into()
+        },
+        true,
+    );
+    n.dedupe_window = NODEPOOL_BLOCKED_DEDUPE;
+    n
+}
+
 /// `FailedScheduling` (Warning) on a pod no NodePool can launch a node for.
 pub fn failed_scheduling(pod: &PodKey, why: &str) -> Notice {
     let mut n = notice(

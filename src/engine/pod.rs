@@ -148,6 +148,10 @@ pub struct Pod {
     pub priority: i32,
     pub priority_class_name: String,
     pub created: DateTime<Utc>,
+    /// `status.startTime`: when the kubelet accepted it. A do-not-disrupt duration counts
+    /// from here (upstream `pod.IsDoNotDisruptActive`), not from creation: a pod that sat
+    /// pending for an hour is still protected for its full window once it runs.
+    pub started: Option<DateTime<Utc>>,
     pub deleting: Option<DateTime<Utc>>,
     pub termination_grace_period_seconds: i64,
     /// PodScheduled=False with reason Unschedulable: the kube-scheduler gave up on it.
@@ -183,6 +187,7 @@ impl Pod {
             priority: 0,
             priority_class_name: String::new(),
             created: DateTime::<Utc>::UNIX_EPOCH,
+            started: None,
             deleting: None,
             termination_grace_period_seconds: 30,
             unschedulable: true,
@@ -332,6 +337,7 @@ impl Pod {
                 .as_ref()
                 .map(crate::api::time::to_chrono)
                 .unwrap_or(DateTime::<Utc>::UNIX_EPOCH),
+            started: status.start_time.as_ref().map(crate::api::time::to_chrono),
             deleting: meta
                 .deletion_timestamp
                 .as_ref()

@@ -225,6 +225,7 @@ impl SimCluster {
             p.phase = Phase::Running;
             p.unschedulable = false;
             p.created = self.now;
+            p.started = Some(self.now);
             new.push(p);
         }
         for p in new {
@@ -244,6 +245,7 @@ impl SimCluster {
             p.node_name = Some(node.to_string());
             p.phase = Phase::Running;
             p.unschedulable = false;
+            p.started.get_or_insert(now);
             if p.owner.as_ref().is_some_and(|o| o.kind == "Job") {
                 p.annotations.insert(STARTED.into(), now.to_rfc3339());
             }

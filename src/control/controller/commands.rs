@@ -260,10 +260,20 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             HashMap::new();
         let mut upstream: HashMap<String, &'static str> = HashMap::new();
         let mut unseen: HashSet<&str> = HashSet::new();
+        // Pods whose do-not-disrupt duration holds their node, and until when.
+        let mut held_until: HashMap<&str, (&crate::engine::pod::PodKey, DateTime<Utc>)> =
+            HashMap::new();
         for (claim, outcome) in &pass.outcomes {
             let Outcome::Blocked(block) = outcome else {
                 continue;
             };
+            if let Block::PodDoNotDisrupt {
+                pod,
+                until: Some(at),
+            } = block
+            {
+                held_until.insert(claim.as_str(), (pod, *at));
+            }
             if matches!(block, Block::NotEvaluated) {
                 // A fast pass did not look: the last word on the node still stands.
                 unseen.insert(claim.as_str());
@@ -313,6 +323,14 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                     Some(_) => upstream_events::blocked(node.as_deref(), claim, words),
                     None => Vec::new(),
                 });
+                if let Some((pod, at)) = held_until.get(claim.as_str()) {
+                    let uid = self
+                        .pod_pos
+                        .get(*pod)
+                        .map_or("", |&i| self.state.pods[i].uid.as_str());
+                    let at = at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+                    notices.push(upstream_events::do_not_disrupt_until(pod, uid, &at));
+                }
             }
             // Upstream: every pass, for each pool with nodes whose budget allows none.
             for b in &pass.budgets {

@@ -267,6 +267,12 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
 
     fn pod_applied(&mut self, pod: Pod, now: DateTime<Utc>) {
         self.measure_pod(&pod, now);
+        if let Some(problem) = crate::engine::disruption::candidates::do_not_disrupt_problem(&pod) {
+            let n = crate::control::upstream_events::invalid_do_not_disrupt(
+                &pod.key, &pod.uid, &problem,
+            );
+            self.post([n]);
+        }
         let key = pod.key.clone();
         let old_node = self
             .pod_pos

@@ -111,6 +111,11 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                 .iter()
                 .map(|(pod, why)| crate::control::upstream_events::failed_scheduling(pod, why));
             self.post(failed.collect::<Vec<_>>());
+            let pools = results
+                .pools_without_types
+                .iter()
+                .map(|p| crate::control::upstream_events::no_compatible_instance_types(p, false));
+            self.post(pools.collect::<Vec<_>>());
         }
         for (pod, why) in &results.errors {
             tracing::debug!("{pod} stays pending: {why}");

@@ -109,7 +109,9 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
     /// is tried again next round).
     pub(super) async fn register_and_initialize(&mut self) {
         enum Due {
-            Register(String, NodeSync),
+            /// The Node, what to sync onto it, and whether it came with the unregistered
+            /// taint.
+            Register(String, NodeSync, bool),
             Initialize(String),
         }
         let due: Vec<(String, Due)> = self
@@ -124,7 +126,14 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                     if r.registration_written {
                         return None;
                     }
-                    return Some((name, Due::Register(node.name.clone(), sync_of(&r.claim))));
+                    let tainted = node.taints.iter().any(|t| {
+                        t.key == labels::UNREGISTERED_TAINT_KEY
+                            && t.effect == crate::api::nodeclaim::TaintEffect::NoExecute
+                    });
+                    return Some((
+                        name,
+                        Due::Register(node.name.clone(), sync_of(&r.claim), tainted),
+                    ));
                 }
                 if has_label(node, labels::INITIALIZED) || r.initialization_written {
                     return None;
@@ -136,11 +145,20 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             .collect();
         for (claim, due) in due {
             let (write, what) = match due {
-                Due::Register(node, sync) => (
-                    Write::RegisterNode {
-                        node: node.clone(),
-                        nodeclaim: claim.clone(),
-                        sync: Box::new(sync),
+                Due::Register(node, sync, tainted) => (
+                    {
+                        // Upstream `registration.go`: a Node that registered without the
+                        // taint may have run pods before its labels and taints were synced.
+                        if !tainted {
+                            self.post([
+                                crate::control::upstream_events::unregistered_taint_missing(&claim),
+                            ]);
+                        }
+                        Write::RegisterNode {
+                            node: node.clone(),
+                            nodeclaim: claim.clone(),
+                            sync: Box::new(sync),
+                        }
                     },
                     format!("registering Node {node} of NodeClaim {claim}"),
                 ),

@@ -77,16 +77,45 @@ pub fn lifetime_remaining(node: &StateNode, now: DateTime<Utc>) -> f64 {
 }
 
 /// The active do-not-disrupt protection of a pod: `"true"` protects it for as long as it
-/// runs; a Go duration protects it for that long after it was created. Other values do not
-/// protect it (upstream only honours these forms).
+/// runs; a positive Go duration protects it for that long after it started
+/// (`status.startTime`), and a pod not started yet is protected (fail safe). Other values
+/// do not protect it ([`do_not_disrupt_problem`] says why). Mirrors upstream
+/// `pkg/utils/pod/scheduling.go` `IsDoNotDisruptActive`.
 pub fn do_not_disrupt_until(p: &Pod, now: DateTime<Utc>) -> Option<Option<DateTime<Utc>>> {
     let v = p.do_not_disrupt()?;
     if v == "true" {
         return Some(None);
     }
-    let d = GoDuration::parse(v).ok()?.value()?;
-    let until = p.created + TimeDelta::from_std(d).ok()?;
+    let d = positive_duration(v).ok()?;
+    let Some(started) = p.started else {
+        return Some(None);
+    };
+    let until = started + d;
     (now < until).then_some(Some(until))
+}
+
+/// Why a pod's do-not-disrupt annotation is ignored, if it is: neither `"true"` nor a
+/// positive Go duration. Upstream publishes this as `InvalidDoNotDisruptAnnotation`.
+pub fn do_not_disrupt_problem(p: &Pod) -> Option<String> {
+    let v = p.do_not_disrupt()?;
+    if v == "true" {
+        return None;
+    }
+    positive_duration(v).err()
+}
+
+/// A do-not-disrupt duration (upstream `parseDoNotDisrupt`: Go's `time.ParseDuration`,
+/// positive).
+fn positive_duration(v: &str) -> Result<TimeDelta, String> {
+    let d = GoDuration::parse(v)
+        .ok()
+        .and_then(|d| d.value())
+        .and_then(|d| TimeDelta::from_std(d).ok())
+        .ok_or_else(|| format!("failed to parse {v:?} as a duration"))?;
+    if d <= TimeDelta::zero() {
+        return Err(format!("duration {v:?} must be positive"));
+    }
+    Ok(d)
 }
 
 /// PDBs indexed by namespace and by a label their selector requires, built once per

@@ -108,6 +108,7 @@ impl Fixture {
         p.phase = crate::engine::pod::Phase::Running;
         p.unschedulable = false;
         p.created = self.now - TimeDelta::hours(1);
+        p.started = Some(p.created);
         self.state.pods.push(p);
         self.state.pods.last_mut().expect("just pushed")
     }

@@ -221,7 +221,7 @@ fn a_do_not_disrupt_duration_expires() {
     let p = f.pod("warm-up", "a", 100, 64);
     p.annotations
         .insert(labels::DO_NOT_DISRUPT.into(), "90m".into());
-    // Created an hour ago: protected for 30 more minutes.
+    // Started an hour ago: protected for 30 more minutes.
     let pass = run(&f);
     assert!(
         outcome(&pass, "a")
@@ -236,6 +236,52 @@ fn a_do_not_disrupt_duration_expires() {
         outcome(&pass, "a"),
         Outcome::Blocked(Block::PodDoNotDisrupt { .. })
     ));
+}
+
+#[test]
+fn a_do_not_disrupt_duration_counts_from_the_pods_start_not_its_creation() {
+    // Created three hours ago, pending for two, running for one: upstream counts the 90
+    // minutes from status.startTime, so it is protected for 30 more. Counting from
+    // creation had let it be disrupted an hour early.
+    let mut f = fixture(noon());
+    f.pool(pool("default", vec![budget("100%")], &["on-demand"]));
+    f.node("a", "default", "big", OnDemand, hour());
+    f.node("b", "default", "big", OnDemand, hour());
+    let now = f.now;
+    let p = f.pod("batch", "a", 100, 64);
+    p.created = now - TimeDelta::hours(3);
+    p.started = Some(now - TimeDelta::hours(1));
+    p.annotations
+        .insert(labels::DO_NOT_DISRUPT.into(), "90m".into());
+    assert!(
+        outcome(&run(&f), "a")
+            .to_string()
+            .contains("until 2026-11-29 12:30:00 UTC"),
+        "{}",
+        outcome(&run(&f), "a")
+    );
+    // Not started yet (no startTime): protected, as upstream fails safe.
+    f.state.pods[0].started = None;
+    assert!(matches!(
+        outcome(&run(&f), "a"),
+        Outcome::Blocked(Block::PodDoNotDisrupt { until: None, .. })
+    ));
+}
+
+#[test]
+fn an_invalid_do_not_disrupt_value_protects_nothing_and_says_why() {
+    use crate::engine::disruption::candidates::do_not_disrupt_problem;
+    let mut p = crate::engine::pod::Pod::new("default", "p", Default::default());
+    for (value, problem) in [
+        ("true", None),
+        ("90m", None),
+        ("yes", Some(r#"failed to parse "yes" as a duration"#)),
+        ("0s", Some(r#"duration "0s" must be positive"#)),
+    ] {
+        p.annotations
+            .insert(labels::DO_NOT_DISRUPT.into(), value.into());
+        assert_eq!(do_not_disrupt_problem(&p).as_deref(), problem, "{value}");
+    }
 }
 
 #[test]

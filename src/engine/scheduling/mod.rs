@@ -115,6 +115,9 @@ pub struct Results {
     pub nominations: Vec<Nomination>,
     /// Why each pod that could not be placed stays pending, in words an operator can act on.
     pub errors: BTreeMap<PodKey, String>,
+    /// Pools whose requirements leave no available instance type: they launch nothing
+    /// whatever the pods ask (upstream publishes `NoCompatibleInstanceTypes` for each).
+    pub pools_without_types: Vec<String>,
 }
 
 impl Results {

@@ -363,6 +363,12 @@ impl<'a> Simulator<'a> {
 
         let mut results = Results {
             errors,
+            pools_without_types: self
+                .templates
+                .iter()
+                .filter(|t| t.options.is_empty())
+                .map(|t| t.nodepool.clone())
+                .collect(),
             ..Default::default()
         };
         for &n in excluded {

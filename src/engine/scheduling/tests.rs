@@ -196,6 +196,21 @@ fn a_node_limit_counts_existing_nodes_and_each_new_claim_as_one() {
 }
 
 #[test]
+fn a_pool_whose_requirements_match_no_type_is_named() {
+    let pools = [pool("", "default"), pool("", "nowhere")];
+    let mut pools = pools;
+    pools[1].spec.template.spec.requirements = vec![
+        serde_norway::from_str(
+            "{key: node.kubernetes.io/instance-type, operator: In, values: [no-such.type]}",
+        )
+        .unwrap(),
+    ];
+    let p = cpu_pod("p", 1000);
+    let r = solve(&input(&pools, &two_and_four()), &[&p]);
+    assert_eq!(r.pools_without_types, vec!["nowhere".to_string()]);
+}
+
+#[test]
 fn daemonset_overhead_is_part_of_every_new_node() {
     let pools = [pool("", "default")];
     let ds = Pod::new("kube-system", "ds", Resources::cpu_mem(1000, 0));

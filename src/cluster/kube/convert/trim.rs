@@ -78,7 +78,7 @@ fn trim_container(c: core::Container) -> core::Container {
 /// Trims a Pod in place to the fields [`super::pod`] reads: identity, labels, the kept
 /// annotations, owner, timestamps; the scheduling constraints of the spec (node name and
 /// selector, affinity, tolerations, spread, priority, grace period, overhead) with
-/// containers reduced to resources and host ports; phase and the PodScheduled condition
+/// containers reduced to resources and host ports; phase, start time and the PodScheduled condition
 /// (without its message, which lists every node).
 pub fn trim_pod(p: &mut core::Pod) {
     trim_meta(&mut p.metadata, pod_annotation_kept);
@@ -115,6 +115,7 @@ pub fn trim_pod(p: &mut core::Pod) {
             .collect();
         p.status = Some(core::PodStatus {
             phase: status.phase,
+            start_time: status.start_time,
             conditions: Some(conditions).filter(|c| !c.is_empty()),
             ..core::PodStatus::default()
         });
