@@ -168,3 +168,113 @@ fn our_crds_over_upstreams_lose_no_field_upstream_wrote() {
         assert_whole(&peer, &up, kind, obj, "written again under our CRDs");
     }
 }
+
+/// The peer's pruning and scale subresource, on a small CRD, as the API server has them:
+/// unknown fields dropped, map values by `additionalProperties`, list elements by `items`,
+/// `x-kubernetes-preserve-unknown-fields` keeping unknown fields (known ones still pruned),
+/// and the scale subresource writing `spec.replicas`.
+#[test]
+fn the_peer_prunes_and_scales_as_the_api_server_does() {
+    let peer = KubePeer::start();
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.dev"},
+        "spec": {"group": "example.dev", "scope": "Namespaced",
+            "names": {"kind": "Widget", "plural": "widgets", "singular": "widget", "shortNames": ["wg"]},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "subresources": {"status": {}, "scale": {"specReplicasPath": ".spec.size", "statusReplicasPath": ".status.ready"}},
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "properties": {
+                        "size": {"type": "integer"},
+                        "labels": {"type": "object", "additionalProperties": {"type": "object", "properties": {"keep": {"type": "string"}}}},
+                        "items": {"type": "array", "items": {"type": "object", "properties": {"keep": {"type": "string"}}}},
+                        "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+                                 "properties": {"typed": {"type": "object", "properties": {"keep": {"type": "string"}}}}}}},
+                    "status": {"type": "object", "properties": {"ready": {"type": "integer"}}}}}}}]}});
+    apply(&peer, &crd);
+    let widget = json!({
+        "apiVersion": "example.dev/v1", "kind": "Widget",
+        "metadata": {"name": "w", "namespace": "default", "labels": {"a": "b"}},
+        "spec": {"size": 2, "dropped": 1,
+                 "labels": {"x": {"keep": "1", "dropped": 2}},
+                 "items": [{"keep": "1", "dropped": 2}],
+                 "free": {"anything": {"deep": 1}, "typed": {"keep": "1", "dropped": 2}}},
+        "dropped": true});
+    peer.kubectl(&["create", "-f", "-"], &widget.to_string());
+    let got = peer.get_json(&["get", "wg", "w", "-n", "default"]);
+    assert_eq!(
+        got["spec"],
+        json!({"size": 2, "labels": {"x": {"keep": "1"}}, "items": [{"keep": "1"}],
+               "free": {"anything": {"deep": 1}, "typed": {"keep": "1"}}})
+    );
+    assert!(got.get("dropped").is_none(), "{got}");
+    assert_eq!(got["metadata"]["labels"], json!({"a": "b"}));
+
+    // The status subresource is pruned too.
+    peer.kubectl(
+        &[
+            "patch",
+            "wg",
+            "w",
+            "-n",
+            "default",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            r#"{"status": {"ready": 1, "dropped": 1}}"#,
+        ],
+        "",
+    );
+    let got = peer.get_json(&["get", "wg", "w", "-n", "default"]);
+    assert_eq!(got["status"], json!({"ready": 1}));
+
+    // Scale: read at the CRD's paths, written at specReplicasPath.
+    let scaled = peer.kubectl(
+        &["scale", "wg", "w", "-n", "default", "--replicas", "4"],
+        "",
+    );
+    assert!(scaled.contains("scaled"), "{scaled}");
+    let got = peer.get_json(&["get", "wg", "w", "-n", "default"]);
+    assert_eq!(got["spec"]["size"], 4);
+    let (status, _, body) = peer.http(
+        "GET",
+        "/apis/example.dev/v1/namespaces/default/widgets/w/scale",
+        None,
+    );
+    assert_eq!(status, 200, "{body}");
+    let scale: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        (
+            scale["kind"].as_str(),
+            scale["apiVersion"].as_str(),
+            &scale["spec"],
+            &scale["status"]
+        ),
+        (
+            Some("Scale"),
+            Some("autoscaling/v1"),
+            &json!({"replicas": 4}),
+            &json!({"replicas": 1})
+        )
+    );
+    let mut stale = scale.clone();
+    stale["metadata"]["resourceVersion"] = json!("1");
+    stale["spec"]["replicas"] = json!(7);
+    let (status, _, body) = peer.http(
+        "PUT",
+        "/apis/example.dev/v1/namespaces/default/widgets/w/scale",
+        Some(&stale),
+    );
+    assert_eq!(status, 409, "a stale Scale is a conflict: {body}");
+    let negative = json!({"spec": {"replicas": -1}});
+    let (status, _, body) = peer.http(
+        "PATCH",
+        "/apis/example.dev/v1/namespaces/default/widgets/w/scale",
+        Some(&negative),
+    );
+    assert_eq!(status, 422, "negative replicas refused: {body}");
+    assert_eq!(
+        peer.get_json(&["get", "wg", "w", "-n", "default"])["spec"]["size"],
+        4
+    );
+}
