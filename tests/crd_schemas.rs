@@ -7,6 +7,7 @@
 //!   printed YAML and validates upstream-style manifests (must pass) and type-broken ones
 //!   (must fail at the field path their first line names).
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -17,6 +18,8 @@ use serde_json::{Value, json};
 
 #[path = "peers/jsonschema.rs"]
 mod jsonschema;
+#[path = "fixtures/upstream_crds.rs"]
+mod upstream_crds;
 
 const MANIFEST_DIR: &str = env!("CARGO_MANIFEST_DIR");
 const KINDS: [&str; 3] = ["NodePool", "NodeClaim", "EC2NodeClass"];
@@ -200,15 +203,31 @@ fn names_scope_and_columns_are_upstreams() {
 }
 
 // ---------------------------------------------------------------------------------------
-// A superset of upstream v1.14.1's schema: applying our CRDs over upstream's prunes nothing.
+// A superset of upstream v1.14.1's schema: applying our CRDs over upstream's prunes nothing,
+// and each of upstream's fields has upstream's type.
 
-/// Every property path of a schema, as tests/fixtures/crd_paths.py spells them.
-fn property_paths(node: &Value, path: &str, out: &mut std::collections::BTreeSet<String>) {
-    out.insert(if path.is_empty() {
-        ".".to_string()
+/// A schema node's type as tests/fixtures/crd_paths.py writes it: `type` or
+/// `int-or-string`, then `/<format>` and `+preserve-unknown-fields` when present.
+fn schema_type(node: &Value) -> String {
+    let mut ty = if node.get("x-kubernetes-int-or-string") == Some(&json!(true)) {
+        "int-or-string".to_string()
     } else {
-        path.to_string()
-    });
+        node["type"].as_str().unwrap_or("<none>").to_string()
+    };
+    if let Some(format) = node["format"].as_str() {
+        ty = format!("{ty}/{format}");
+    }
+    if node.get("x-kubernetes-preserve-unknown-fields") == Some(&json!(true)) {
+        ty.push_str("+preserve-unknown-fields");
+    }
+    ty
+}
+
+/// Every property path of a schema with its type, as tests/fixtures/crd_paths.py spells
+/// them.
+fn property_paths(node: &Value, path: &str, out: &mut BTreeMap<String, String>) {
+    let key = if path.is_empty() { "." } else { path };
+    out.insert(key.to_string(), schema_type(node));
     if let Some(props) = node.get("properties").and_then(Value::as_object) {
         for (k, v) in props {
             property_paths(v, &format!("{path}.{k}"), out);
@@ -222,13 +241,10 @@ fn property_paths(node: &Value, path: &str, out: &mut std::collections::BTreeSet
     }
 }
 
-#[test]
-fn every_upstream_v1_14_1_property_path_is_in_our_crds() {
-    let fixture = Path::new(MANIFEST_DIR).join("tests/fixtures/upstream-v1.14.1-crd-paths.txt");
-    let text = fs::read_to_string(&fixture).expect("fixture");
-    let all = crds();
-    let mut ours = std::collections::BTreeSet::new();
-    for crd in &all {
+/// `Kind version path` -> type, for our CRDs.
+fn our_paths() -> BTreeMap<String, String> {
+    let mut ours = BTreeMap::new();
+    for crd in &crds() {
         for v in &crd.spec.versions {
             let schema = serde_json::to_value(
                 v.schema
@@ -236,23 +252,80 @@ fn every_upstream_v1_14_1_property_path_is_in_our_crds() {
                     .and_then(|s| s.open_api_v3_schema.as_ref()),
             )
             .expect("schema");
-            let mut paths = std::collections::BTreeSet::new();
+            let mut paths = BTreeMap::new();
             property_paths(&schema, "", &mut paths);
-            for p in paths {
-                ours.insert(format!("{} {} {p}", crd.spec.names.kind, v.name));
+            for (p, ty) in paths {
+                ours.insert(format!("{} {} {p}", crd.spec.names.kind, v.name), ty);
             }
         }
     }
-    let upstream: Vec<&str> = text
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-        .collect();
-    assert!(upstream.len() > 200, "the fixture lists upstream's paths");
-    let missing: Vec<&&str> = upstream.iter().filter(|p| !ours.contains(**p)).collect();
+    ours
+}
+
+#[test]
+fn every_upstream_v1_14_1_property_path_is_in_our_crds_with_its_type() {
+    let upstream = upstream_crds::load();
+    assert!(
+        upstream.paths.len() > 200,
+        "the fixture lists upstream's paths"
+    );
+    let ours = our_paths();
+    let mut missing = Vec::new();
+    let mut retyped = Vec::new();
+    for fact in &upstream.paths {
+        let key = format!("{} {} {}", fact.kind, fact.version, fact.path);
+        match ours.get(&key) {
+            None => missing.push(key),
+            Some(ty) if *ty != fact.ty => {
+                retyped.push(format!("{key}: upstream {}, ours {ty}", fact.ty))
+            }
+            Some(_) => {}
+        }
+    }
     assert!(
         missing.is_empty(),
         "paths of upstream v1.14.1 our CRDs lack (the API server would prune them): {missing:#?}"
     );
+    assert!(
+        retyped.is_empty(),
+        "paths whose schema type differs from upstream v1.14.1's (the API server would refuse \
+         or read differently what upstream writes): {retyped:#?}"
+    );
+}
+
+#[test]
+fn the_fixture_names_upstreams_crds_as_ours_do() {
+    let upstream = upstream_crds::load();
+    for crd in crds() {
+        let kind = crd.spec.names.kind.as_str();
+        let fact = upstream.crd(kind);
+        assert_eq!(crd.spec.group, fact.group, "{kind}");
+        assert_eq!(crd.spec.names.plural, fact.plural, "{kind}");
+        assert_eq!(
+            crd.spec.names.singular.as_deref(),
+            Some(fact.singular.as_str())
+        );
+        assert_eq!(crd.spec.scope, fact.scope, "{kind}");
+        let sub = crd.spec.versions[0]
+            .subresources
+            .as_ref()
+            .expect("subresources");
+        let mut ours = Vec::new();
+        if sub.status.is_some() {
+            ours.push("status");
+        }
+        if let Some(scale) = &sub.scale {
+            ours.push("scale");
+            assert_eq!(
+                (
+                    scale.spec_replicas_path.as_str(),
+                    scale.status_replicas_path.as_str()
+                ),
+                (upstream.scale.0.as_str(), upstream.scale.1.as_str())
+            );
+        }
+        assert_eq!(ours, fact.subresources, "{kind} subresources");
+    }
 }
 
 // ---------------------------------------------------------------------------------------

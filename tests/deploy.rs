@@ -197,6 +197,7 @@ fn the_cluster_role_grants_exactly_what_the_controller_needs() {
             "",
         ),
         ("karpenter.sh", "nodeclaims/status", &["patch"], ""),
+        ("karpenter.sh", "nodepools/status", &["patch"], ""),
         ("karpenter.k8s.aws", "ec2nodeclasses", READ, ""),
         ("karpenter.k8s.aws", "ec2nodeclasses/status", &["patch"], ""),
         ("", "nodes", &["get", "list", "watch", "patch"], ""),

@@ -46,6 +46,9 @@ struct Shape {
     /// Paths whose subtree drops its CEL rules: shared Rust types reused in status, where
     /// upstream uses plain core types without the spec's admission rules.
     no_rules: &'static [&'static str],
+    /// Paths upstream declares as a plain `integer` where our Rust type makes schemars
+    /// add a format (`minValues`: upstream's `*int`, controller-gen writes no format).
+    no_format: &'static [&'static str],
 }
 
 const NODEPOOL: Shape = Shape {
@@ -62,12 +65,14 @@ const NODEPOOL: Shape = Shape {
         ("spec.disruption.budgets[]", "nodes"),
     ],
     no_rules: &[],
+    no_format: &["spec.template.spec.requirements[].minValues"],
 };
 
 const NODECLAIM: Shape = Shape {
     defaults: &["spec.expireAfter"],
     required: &[],
     no_rules: &[],
+    no_format: &["spec.requirements[].minValues"],
 };
 
 // Upstream declares EC2NodeClass `spec` omitempty; we keep kube's `required: [spec]` because
@@ -84,6 +89,7 @@ const EC2NODECLASS: Shape = Shape {
     ],
     required: &[("status.amis[]", "requirements")],
     no_rules: &["status.amis[].requirements"],
+    no_format: &[],
 };
 
 /// The three CRDs Karpenter v1 on AWS installs, ready to apply to a cluster (attach mode
@@ -168,10 +174,11 @@ fn clean(path: &str, node: &mut Map<String, Value>, shape: &Shape) {
     if let Some(Value::Array(values)) = node.get_mut("enum") {
         values.retain(|v| !v.is_null());
     }
-    if node
-        .get("format")
-        .and_then(Value::as_str)
-        .is_some_and(|f| !KUBERNETES_FORMATS.contains(&f))
+    if shape.no_format.contains(&path)
+        || node
+            .get("format")
+            .and_then(Value::as_str)
+            .is_some_and(|f| !KUBERNETES_FORMATS.contains(&f))
     {
         node.remove("format");
     }

@@ -5,8 +5,10 @@
 //! `replicas - running` NodeClaims from the pool's template, never past `limits.nodes`;
 //! a pool that failed validation launches nothing) and
 //! `pkg/controllers/static/deprovisioning/controller.go` (delete `running - replicas`,
-//! preferring NodeClaims that have not launched, then empty nodes, then those with the
-//! fewest pods). Emptiness and consolidation leave static nodes alone
+//! with no disruption budget: NodeClaims that have not launched first, then empty nodes
+//! (no pods but DaemonSet pods, none of them do-not-disrupt), then the others by
+//! rescheduling cost times lifetime remaining, those with an active do-not-disrupt pod
+//! last). Emptiness and consolidation leave static nodes alone
 //! (`disruption::Block::StaticNodePool`).
 
 use std::sync::Arc;
@@ -29,6 +31,18 @@ pub struct LiveClaim {
     pub launched: bool,
     /// Pods bound to its node, DaemonSet pods excluded.
     pub pods: usize,
+    /// A pod on its node has an active `karpenter.sh/do-not-disrupt`.
+    pub do_not_disrupt: bool,
+    /// Upstream's deprovisioning cost: the rescheduling cost of the node's pods (the sum
+    /// of their eviction costs) times the node's lifetime remaining.
+    pub cost: f64,
+}
+
+impl LiveClaim {
+    /// Upstream's "empty": nothing but DaemonSet pods, none of them do-not-disrupt.
+    fn is_empty(&self) -> bool {
+        self.pods == 0 && !self.do_not_disrupt
+    }
 }
 
 /// What keeps one static pool at its replica count.
@@ -50,10 +64,14 @@ pub fn plan(pool: &NodePool, live: &[LiveClaim]) -> Option<StaticPlan> {
     let running = live.len() as i64;
     if running > replicas {
         let mut order: Vec<&LiveClaim> = live.iter().collect();
+        // Unlaunched, then empty, then do-not-disrupt last and the cheapest first; ties by
+        // name (upstream leaves them in list order).
         order.sort_by(|a, b| {
             a.launched
                 .cmp(&b.launched)
-                .then(a.pods.cmp(&b.pods))
+                .then(b.is_empty().cmp(&a.is_empty()))
+                .then(a.do_not_disrupt.cmp(&b.do_not_disrupt))
+                .then(a.cost.total_cmp(&b.cost))
                 .then(a.name.cmp(&b.name))
         });
         let delete = order
@@ -142,6 +160,8 @@ mod tests {
             name: name.into(),
             launched,
             pods,
+            do_not_disrupt: false,
+            cost: pods as f64,
         }
     }
 
@@ -183,6 +203,36 @@ mod tests {
         let p = plan(&pool(1), &live).unwrap();
         assert_eq!(p.delete, ["pending", "empty", "light"]);
         assert_eq!(p.create, 0);
+    }
+
+    #[test]
+    fn scaling_down_goes_by_cost_and_leaves_do_not_disrupt_nodes_last() {
+        let protected = |name: &str, pods: usize| LiveClaim {
+            do_not_disrupt: true,
+            ..claim(name, true, pods)
+        };
+        let costly = LiveClaim {
+            cost: 9.0,
+            ..claim("few-but-costly", true, 1)
+        };
+        let live = [
+            protected("guarded-empty", 0),
+            costly,
+            claim("many-cheap", true, 3),
+            protected("guarded-busy", 1),
+        ];
+        // Budgets play no part: every one can go, the order decides which go first.
+        let p = plan(&pool(0), &live).unwrap();
+        assert_eq!(
+            p.delete,
+            [
+                "many-cheap",
+                "few-but-costly",
+                "guarded-empty",
+                "guarded-busy"
+            ]
+        );
+        assert_eq!(plan(&pool(3), &live).unwrap().delete, ["many-cheap"]);
     }
 
     #[test]

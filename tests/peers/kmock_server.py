@@ -7,7 +7,8 @@ patches, soft-deletes with finalizers and fans events out to watchers. This adap
 fills the gaps that stop kube-rs (kube-runtime's watcher) and kubectl from using it
 (1-14), and adds what the controller backend's tests need (15-22): evictions, 410 Gone,
 injected faults, lost watches, a request log, and kube-scheduler and kubelet stand-ins,
-the test controls under /_peer/.
+the test controls under /_peer/;
+and CustomResourceDefinitions with structural pruning and the scale subresource (23-24).
 
 Gaps named in the plan, and how each is filled:
  1. No resourceVersion/uid. kmock pushes every ADDED/MODIFIED/DELETED event through
@@ -175,6 +176,35 @@ Added for the kube-rs controller backend and its tests:
     created while off are untouched; nodes still waiting when it is turned off stay
     NotReady until it is turned on again.
 
+Added for the CRD and static NodePool tests:
+23. CustomResourceDefinitions (apiextensions.k8s.io/v1, from the K3s catalogue, 7) are
+    created, applied and replaced with kubectl like any object. Once one is stored, its
+    group, kind and plural are served as it declares them (names, short names,
+    categories, scope, the status and scale subresources of each served version; the
+    declarations of 7 stand until then), and its objects are pruned as the API server's
+    structural pruning does (apiextensions-apiserver pkg/apiserver/schema/pruning), by
+    the schema of the version in the URL: a field the schema does not declare is dropped,
+    unless its object has `x-kubernetes-preserve-unknown-fields: true` (then unknown
+    fields are kept and known ones still pruned); `additionalProperties` is the schema of
+    a map's values and `items` of an array's elements; apiVersion, kind and metadata are
+    kept at the root and in `x-kubernetes-embedded-resource` objects. Pruning happens on
+    every write (POST, PUT, PATCH, status included: the whole object after the write is
+    pruned and stored so) and on every read (get, list, watch, and the object a write
+    answers), as the API server prunes what it decodes from storage: applying a narrower
+    CRD hides fields of objects already stored, a wider one shows them again, and the
+    next write of the object drops them for good.
+24. The scale subresource a stored CRD declares (`subresources.scale`: specReplicasPath,
+    statusReplicasPath, labelSelectorPath): GET .../NAME/scale answers an autoscaling/v1
+    Scale (metadata name, namespace, uid, resourceVersion and creationTimestamp of the
+    object; spec.replicas and status.replicas read at the paths, 0 when absent;
+    status.selector when labelSelectorPath is set); PUT (a Scale, with a stale
+    metadata.resourceVersion answered 409 Conflict) and PATCH (a merge patch of the
+    Scale) write the new spec.replicas at specReplicasPath of the object (MODIFIED, a new
+    resourceVersion, pruned as 23) and answer the Scale. spec.replicas must be a
+    non-negative integer (else 422 Invalid). Discovery lists PLURAL/scale as kind Scale of
+    autoscaling/v1 with get, patch and update, which is where `kubectl scale` looks. A
+    kind without a stored CRD that declares scale answers 404.
+
 Known and left as is: strategic merge patch and server-side apply are treated as
 JSON merge patch (lists replaced, not merged by key); no metadata.generation; no
 deletecollection; POST pods/binding is 404; objects may be created in namespaces that do
@@ -182,7 +212,10 @@ not exist; a watch with a selector does not send DELETED when an object stops ma
 lists ignore resourceVersion and resourceVersionMatch (no 410 on lists); eviction
 ignores the budget's observedGeneration and sets no DisruptionAllowed condition; deletion has no grace period
 (an evicted or deleted pod without finalizers is gone at once); preferredVersion of a
-group with several versions is arbitrary; list order is insertion order.
+group with several versions is arbitrary; list order is insertion order. CRDs (23): no
+validation (types, enums, patterns, CEL) and no defaulting, no conversion between versions,
+no status conditions (Established, NamesAccepted); deleting a CRD neither deletes its objects
+nor undeclares its kind; metadata is not pruned to ObjectMeta's fields.
 """
 
 import asyncio
@@ -202,7 +235,7 @@ import uuid
 import aiohttp.web
 import attrs
 import kmock
-from kmock._internal import enums, k8s, parsing
+from kmock._internal import dicts, enums, k8s, parsing
 
 VERBS = {'create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'}
 KARPENTER = {
@@ -213,6 +246,7 @@ KARPENTER = {
 PODS = kmock.resource('', 'v1', 'pods')
 PDBS = kmock.resource('policy', 'v1', 'poddisruptionbudgets')
 NODES = kmock.resource('', 'v1', 'nodes')
+CRDS = kmock.resource('apiextensions.k8s.io', 'v1', 'customresourcedefinitions')  # 23
 CONTROL = '/_peer/'  # 17-22: the test controls, outside /api and /apis
 REQUEST_LOG_SIZE = 5000  # 20
 # 18: the statuses a fault may have, with the reason the API server gives each.
@@ -520,6 +554,76 @@ def _expired(asked, compacted: int) -> dict:
         'message': f'too old resource version: {asked} ({compacted})',
         'reason': 'Expired', 'code': 410,
     }}
+
+
+def _field_schema(schema, key: str):
+    """23: the schema of an object's field `key`: its property, else the map values'
+    schema (additionalProperties), else None (the field is unknown)."""
+    if not isinstance(schema, dict):
+        return None
+    props = schema.get('properties') or {}
+    if key in props:
+        return props[key]
+    values = schema.get('additionalProperties')
+    return values if isinstance(values, dict) else None
+
+
+def _prune(value, schema, root: bool = False) -> None:
+    """23: structural pruning, in place (apiextensions-apiserver's pruning algorithm): drops
+    every field `schema` does not declare. apiVersion, kind and metadata stay at the root
+    and in embedded resources; a preserve-unknown-fields object keeps its unknown fields."""
+    if isinstance(schema, dict) and schema.get('x-kubernetes-preserve-unknown-fields') is True:
+        _prune_known(value, schema)
+        return
+    if isinstance(value, dict):
+        embedded = root or (isinstance(schema, dict)
+                            and schema.get('x-kubernetes-embedded-resource') is True)
+        for key in list(value):
+            if embedded and key in ('apiVersion', 'kind', 'metadata'):
+                continue
+            sub = _field_schema(schema, key)
+            if sub is None:
+                del value[key]
+            else:
+                _prune(value[key], sub)
+    elif isinstance(value, list):
+        items = schema.get('items') if isinstance(schema, dict) else None
+        for item in value:
+            _prune(item, items)
+
+
+def _prune_known(value, schema) -> None:
+    """23: under x-kubernetes-preserve-unknown-fields: unknown fields stay, known ones are
+    pruned by their own schema (the API server's skipPrune)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if (sub := _field_schema(schema, key)) is not None:
+                _prune(item, sub)
+    elif isinstance(value, list) and isinstance(schema, dict):
+        for item in value:
+            _prune_known(item, schema.get('items'))
+
+
+def _json_path(path: str) -> list[str]:
+    """24: a CRD's `.spec.replicas` as keys."""
+    return [key for key in path.split('.') if key]
+
+
+def _scale_of(obj: dict, scale: dict) -> dict:
+    """24: the autoscaling/v1 Scale of `obj` by its CRD's subresources.scale (the API
+    server's scaleFromCustomResource: a missing replicas field reads 0)."""
+    def number(path):
+        value = _lookup(obj, '.'.join(_json_path(path))) if path else None
+        return value if isinstance(value, int) and not isinstance(value, bool) else 0
+    keep = ('name', 'namespace', 'uid', 'resourceVersion', 'creationTimestamp')
+    meta = {k: v for k, v in obj.get('metadata', {}).items() if k in keep}
+    status = {'replicas': number(scale.get('statusReplicasPath'))}
+    if scale.get('labelSelectorPath'):
+        selector = _lookup(obj, '.'.join(_json_path(scale['labelSelectorPath'])))
+        if isinstance(selector, str):
+            status['selector'] = selector
+    return {'kind': 'Scale', 'apiVersion': 'autoscaling/v1', 'metadata': meta,
+            'spec': {'replicas': number(scale.get('specReplicasPath'))}, 'status': status}
 
 
 @attrs.define
@@ -999,6 +1103,8 @@ class Apiserver(kmock.KubernetesEmulator):
         res, data = request.resource, request.data
         if request.method == enums.method.POST and res == PODS and request.subresource == 'eviction':
             return await self._evict(request)  # 15
+        if request.subresource == 'scale' and res in self.resources:
+            return await self._scale(request)  # 24
         if res is None or res not in self.resources or not isinstance(data, dict):
             return await super()._handle(request)
         key = (res, request.namespace, request.name)
@@ -1033,6 +1139,8 @@ class Apiserver(kmock.KubernetesEmulator):
             self._check_version(stored, data)
             if request.subresource == 'status':  # 9
                 request = self._rewrite(request, data={k: data[k] for k in ('status',) if k in data})
+        if (schema := self._schema(res)) is not None:  # 23: what is stored is pruned
+            request = self._pruned_write(request, schema, stored)
         late = (request.action == enums.action.CREATE and res == NODES and self.kubelet.enabled
                 and ((data.get('metadata') or {}).get('labels') or {}).get(KWOK_LABEL) == 'true')
         if late:  # 22: stored NotReady; the kubelet stand-in makes it Ready later
@@ -1043,7 +1151,119 @@ class Apiserver(kmock.KubernetesEmulator):
             uid = self.objects[NODES, None, name].raw['metadata'].get('uid')
             ready_at = asyncio.get_running_loop().time() + self.kubelet.ready_after
             self.kubelet.waiting[name] = (uid, ready_at)
+        if res == CRDS and response.status < 400 and request.action in (
+                enums.action.CREATE, enums.action.UPDATE):  # 23: serve what it declares
+            self._declare((data.get('metadata') or {}).get('name') or request.name)
         return response
+
+    def _crd_version(self, res):
+        """23: the stored CRD's entry in spec.versions for `res` (its group, plural and
+        version), or None without a CRD or that version."""
+        if res is None or not res.group or res == CRDS:
+            return None
+        key = (CRDS, None, f'{res.plural}.{res.group}')
+        if key not in self.objects or self.objects[key].deleted:
+            return None
+        versions = (self.objects[key].raw.get('spec') or {}).get('versions') or []
+        return next((v for v in versions if isinstance(v, dict) and v.get('name') == res.version),
+                    None)
+
+    def _schema(self, res):
+        """23: the openAPIV3Schema objects of `res` are pruned by, or None."""
+        schema = ((self._crd_version(res) or {}).get('schema') or {}).get('openAPIV3Schema')
+        return schema if isinstance(schema, dict) else None
+
+    def _pruned(self, res, obj):
+        """23: what a read shows of a stored object: a pruned copy once a CRD is stored."""
+        schema = self._schema(res)
+        if schema is None or not isinstance(obj, dict):
+            return obj
+        obj = copy.deepcopy(obj)
+        _prune(obj, schema, root=True)
+        return obj
+
+    def _pruned_write(self, request, schema: dict, stored):
+        """23: a create stores the pruned body; an update (a PATCH, or a PUT made a merge
+        patch by 8) stores the pruned result: the merge patch from the stored object to
+        it, which also drops fields a narrower CRD no longer declares."""
+        if request.action == enums.action.CREATE:
+            _prune(request.data, schema, root=True)
+        elif request.action == enums.action.UPDATE and stored is not None:
+            merged = copy.deepcopy(dicts.patch_dict(stored, request.data))
+            _prune(merged, schema, root=True)
+            request = self._rewrite(request, data=_merge_diff(stored, merged))
+        return request
+
+    def _declare(self, name) -> None:
+        """23: serves the kind a stored CRD declares, in each served version, in place of
+        any declaration before it (7)."""
+        key = (CRDS, None, name)
+        if not name or key not in self.objects or self.objects[key].deleted:
+            return
+        spec = self.objects[key].raw.get('spec') or {}
+        names, group = spec.get('names') or {}, spec.get('group')
+        if not group or not names.get('plural') or not names.get('kind'):
+            return
+        for version in spec.get('versions') or []:
+            if not isinstance(version, dict) or not version.get('name') or not version.get('served', True):
+                continue
+            subresources = version.get('subresources') or {}
+            self.resources[f"{group}/{version['name']}/{names['plural']}"] = kmock.ResourceInfo(
+                kind=names['kind'], singular=names.get('singular') or names['kind'].lower(),
+                namespaced=spec.get('scope') == 'Namespaced', verbs=VERBS,
+                shortnames=set(names.get('shortNames') or []),
+                categories=set(names.get('categories') or []),
+                subresources={s for s in ('status', 'scale') if s in subresources},
+            )
+
+    async def _scale(self, request):
+        """24: the scale subresource of a kind whose stored CRD declares one."""
+        res, name, method = request.resource, request.name, request.method
+        scale = ((self._crd_version(res) or {}).get('subresources') or {}).get('scale')
+        if not isinstance(scale, dict) or not name:
+            return _status(404, 'NotFound', 'the server could not find the requested resource')
+        if method not in (enums.method.GET, enums.method.PUT, enums.method.PATCH):
+            return _status(405, 'MethodNotAllowed', f'{method} is not allowed on scale')
+        async with self._lock:
+            key = (res, request.namespace, name)
+            if key not in self.objects or self.objects[key].deleted:
+                raise _not_found(res, name)
+            obj = self.objects[key]
+            current = _scale_of(self._pruned(res, obj.raw), scale)  # read as 23 reads
+            if method == enums.method.GET:
+                return aiohttp.web.json_response(current)
+            body = request.data
+            if not isinstance(body, dict):
+                return _status(400, 'BadRequest', 'the body of a scale write must be a JSON object')
+            if method == enums.method.PUT:
+                self._check_version(obj.raw, body)  # 10
+                wanted = body
+            else:
+                wanted = dicts.patch_dict(current, body)
+            replicas = (wanted.get('spec') or {}).get('replicas')
+            if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+                return _status(422, 'Invalid', f'Scale.autoscaling "{name}" is invalid: '
+                                               f'spec.replicas: Invalid value: {json.dumps(replicas)}: '
+                                               'must be greater than or equal to 0')
+            patch = replicas
+            for field in reversed(_json_path(scale.get('specReplicasPath') or '.spec.replicas')):
+                patch = {field: patch}
+            merged = self._pruned(res, copy.deepcopy(dicts.patch_dict(obj.raw, patch)))
+            if diff := _merge_diff(obj.raw, merged):
+                await self._patch_locked(res, obj, diff)
+            return aiohttp.web.json_response(_scale_of(obj.raw, scale))
+
+    async def _serve_fetch(self, request):  # 23
+        return self._pruned(request.resource, await super()._serve_fetch(request))
+
+    async def _serve_create(self, request):  # 23
+        return self._pruned(request.resource, await super()._serve_create(request))
+
+    async def _serve_update(self, request):  # 23
+        return self._pruned(request.resource, await super()._serve_update(request))
+
+    async def _serve_delete(self, request):  # 23
+        return self._pruned(request.resource, await super()._serve_delete(request))
 
     async def _evict(self, request):
         """15: the eviction subresource (the API server's EvictionREST.Create)."""
@@ -1137,26 +1357,29 @@ class Apiserver(kmock.KubernetesEmulator):
             exc = attrs.evolve(exc, reason='NotFound')
         return await super()._render_error(exc)
 
-    async def _serve_version(self, request):  # 6
+    async def _serve_version(self, request):  # 6, 24
         doc = await super()._serve_version(request)
         doc['groupVersion'] = doc['groupVersion'].lstrip('/')
         for entry in doc['resources']:  # kmock copies the parent's names and verbs
             if '/' in entry['name']:
                 entry.update(singularName='', shortNames=[], categories=[],
                              verbs=['get', 'patch', 'update'])
+            if entry['name'].endswith('/scale'):  # 24, where kubectl scale looks
+                entry.update(kind='Scale', group='autoscaling', version='v1')
             if entry['name'] in ('pods/eviction', 'pods/binding'):  # 15, as kubectl drain checks
                 kind = 'Eviction' if entry['name'] == 'pods/eviction' else 'Binding'
                 group = 'policy' if kind == 'Eviction' else ''
                 entry.update(kind=kind, group=group, version='v1', verbs=['create'])
         return doc
 
-    async def _serve_list(self, request):  # 2, 3
+    async def _serve_list(self, request):  # 2, 3, 23
         doc = await super()._serve_list(request)
         return {
             'apiVersion': self._gv(request.resource),
             'kind': f'{self.resources[request.resource].kind}List',
             'metadata': {'resourceVersion': str(self.journal.rv)},
-            'items': [obj for obj in doc['items'] if _selected(request.params, obj)],
+            'items': [self._pruned(request.resource, obj)  # 23
+                      for obj in doc['items'] if _selected(request.params, obj)],
         }
 
     def _watched(self, request, resource, obj) -> bool:
@@ -1168,7 +1391,7 @@ class Apiserver(kmock.KubernetesEmulator):
             and _selected(request.params, obj)
         )
 
-    async def _serve_watch(self, request):  # 4, 17, 19
+    async def _serve_watch(self, request):  # 4, 17, 19, 23
         yield b''  # send the headers now, as kmock does
         raw = request._raw_request
         raw['peer_log_entry']['status'] = 200  # 20: the headers are out
@@ -1185,7 +1408,7 @@ class Apiserver(kmock.KubernetesEmulator):
                 ]
                 pos = journal.end
             for obj in snapshot:
-                yield {'type': 'ADDED', 'object': obj}
+                yield {'type': 'ADDED', 'object': self._pruned(request.resource, obj)}  # 23
         elif int(since) < journal.compacted:  # 17
             yield _expired(since, journal.compacted)
             return
@@ -1205,7 +1428,7 @@ class Apiserver(kmock.KubernetesEmulator):
                 for rv, res, event in entries:
                     since = rv
                     if self._watched(request, res, event['object']):
-                        yield event
+                        yield {**event, 'object': self._pruned(res, event['object'])}  # 23
                 changed = journal.changed
                 try:
                     left = None if deadline is None else max(0.0, deadline - loop.time())

@@ -11,6 +11,7 @@ use crate::cloud::CloudProvider;
 use crate::cluster::Cluster;
 use crate::cluster::template::nodeclaim_for;
 use crate::control::metrics::PROVISIONED;
+use crate::engine::disruption::candidates;
 use crate::engine::static_pools::{self, LiveClaim};
 
 /// The deletion reason static scale-down gives its NodeClaims.
@@ -30,20 +31,23 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         if statics.is_empty() {
             return;
         }
-        // Pods per NodeClaim, DaemonSet pods aside (upstream counts a node with only
-        // DaemonSet pods as empty).
+        // What scale-down weighs of each NodeClaim's node (upstream's
+        // static/deprovisioning getDeprovisioningCandidates): its pods, DaemonSet pods
+        // aside (a node with only those is empty), any active do-not-disrupt, and the
+        // rescheduling cost of all its pods times its lifetime remaining.
         let pods_by_node = state.pods_by_node();
-        let pods_of = |claim: &str| {
-            state
-                .nodes
+        let weigh = |claim: &str| {
+            let Some(i) = state.nodes.iter().position(|n| n.nodeclaim == claim) else {
+                return (0, false, 0.0);
+            };
+            let pods: Vec<_> = pods_by_node[i].iter().map(|&p| &state.pods[p]).collect();
+            let workload = pods.iter().filter(|p| !p.is_daemonset()).count();
+            let protected = pods
                 .iter()
-                .position(|n| n.nodeclaim == claim)
-                .map_or(0, |i| {
-                    pods_by_node[i]
-                        .iter()
-                        .filter(|&&p| !state.pods[p].is_daemonset())
-                        .count()
-                })
+                .any(|p| candidates::do_not_disrupt_until(p, now).is_some());
+            let rescheduling: f64 = pods.iter().map(|p| candidates::eviction_cost(p)).sum();
+            let cost = rescheduling * candidates::lifetime_remaining(&state.nodes[i], now);
+            (workload, protected, cost)
         };
         let mut plans = Vec::new();
         for pool in statics {
@@ -52,10 +56,15 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                 .registry
                 .records()
                 .filter(|r| r.claim.nodepool == name && r.claim.deleting.is_none())
-                .map(|r| LiveClaim {
-                    name: r.claim.name.clone(),
-                    launched: r.claim.launched.is_some(),
-                    pods: pods_of(&r.claim.name),
+                .map(|r| {
+                    let (pods, do_not_disrupt, cost) = weigh(&r.claim.name);
+                    LiveClaim {
+                        name: r.claim.name.clone(),
+                        launched: r.claim.launched.is_some(),
+                        pods,
+                        do_not_disrupt,
+                        cost,
+                    }
                 })
                 .collect();
             if let Some(plan) = static_pools::plan(pool, &live) {
