@@ -49,6 +49,17 @@ impl Tmux {
         assert!(ok, "send-keys {keys}");
     }
 
+    /// Sends one key by its tmux name ("Escape", "Enter", "Up", "C-c").
+    #[allow(dead_code)]
+    pub fn key(&self, name: &str) {
+        let ok = Command::new("tmux")
+            .args(["-S", &self.socket, "send-keys", name])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "send-keys {name}");
+    }
+
     #[allow(dead_code)]
     pub fn alternate_screen(&self) -> bool {
         let out = Command::new("tmux")

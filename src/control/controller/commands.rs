@@ -291,8 +291,10 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                 claim.clone(),
                 (std::mem::discriminant(block), block.to_string()),
             );
-            // Upstream reports a budget on the NodePool, not on each node.
-            if !matches!(block, Block::Budget { .. }) {
+            // Upstream reports a budget on the NodePool, not on each node, and a move a
+            // Balanced pool's score rejects with a metric only, no Event
+            // (disruption/balanced.go: rejections would bury the approvals).
+            if !matches!(block, Block::Budget { .. } | Block::BalancedScore { .. }) {
                 upstream.insert(claim.clone(), block.event_reason());
             }
         }

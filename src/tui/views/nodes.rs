@@ -96,13 +96,7 @@ fn lifecycle_in(
     if !n.initialized {
         return ("registered".into(), Tone::Muted);
     }
-    let drifted = n.nodeclass_drift.is_some()
-        || matches!(
-            s.outcomes.get(&n.nodeclaim),
-            Some(Outcome::Chosen { method, .. } | Outcome::Eligible { method, .. })
-                if *method == crate::engine::disruption::Method::Drift
-        );
-    if drifted {
+    if drift_of(s, n).is_some() {
         return ("drifted".into(), Tone::Warn);
     }
     if let Some(at) = n.expires_at() {
@@ -115,6 +109,30 @@ fn lifecycle_in(
         }
     }
     ("initialized".into(), Tone::Ok)
+}
+
+/// Whether the node is drifted, and why when known: one verdict for the table's state and
+/// the detail pane's Drifted condition. The engine's order (drift.rs): the Drifted
+/// condition of another controller that hashed the NodeClaim (upstream Karpenter) is its
+/// whole verdict; else the cloud provider's NodeClass drift; else the last disruption
+/// pass's (our own hash or the requirements), with the time it was first seen.
+pub fn drift_of(s: &Snapshot, n: &StateNode) -> Option<String> {
+    if let Some(verdict) = &n.foreign_drift {
+        return verdict.clone();
+    }
+    if let Some(why) = &n.nodeclass_drift {
+        return Some(why.clone());
+    }
+    let by_pass = matches!(
+        s.outcomes.get(&n.nodeclaim),
+        Some(Outcome::Chosen { method, .. } | Outcome::Eligible { method, .. })
+            if *method == crate::engine::disruption::Method::Drift
+    );
+    match n.drifted_since {
+        Some(t) => Some(format!("since {}", t.format("%H:%M:%S UTC"))),
+        None if by_pass => Some(String::new()),
+        None => None,
+    }
 }
 
 /// Per node: requested resources and workload pods (DaemonSet pods count toward the
@@ -287,8 +305,13 @@ pub fn details(s: &Snapshot, id: &str) -> Option<Details> {
     condition(&mut b, "Registered", n.registered, "");
     condition(&mut b, "Initialized", n.initialized, "");
     condition(&mut b, "Ready", n.ready, "");
-    let drift = n.nodeclass_drift.clone().unwrap_or_default();
-    condition(&mut b, "Drifted", n.nodeclass_drift.is_some(), &drift);
+    let drift = drift_of(s, n);
+    condition(
+        &mut b,
+        "Drifted",
+        drift.is_some(),
+        drift.as_deref().unwrap_or_default(),
+    );
     if let Some(at) = n.expires_at() {
         b.line(
             Tone::Muted,
