@@ -217,49 +217,16 @@ impl FeatureArgs {
     pub fn parse(
         &self,
     ) -> Result<(bool, karpenter_tui::engine::scheduling::MinValuesPolicy), String> {
-        use karpenter_tui::engine::scheduling::MinValuesPolicy;
-        let mut spot_to_spot = false;
-        for gate in self
-            .feature_gates
-            .split(',')
-            .map(str::trim)
-            .filter(|g| !g.is_empty())
-        {
-            let (name, value) = gate.split_once('=').unwrap_or((gate, "true"));
-            let on = match value.trim() {
-                "true" => true,
-                "false" => false,
-                v => {
-                    return Err(format!(
-                        "--feature-gates / FEATURE_GATES: {name}={v}: expected true or false"
-                    ));
+        use karpenter_tui::control::features::{Features, Setting};
+        let f = Features::parse(&self.feature_gates, &self.min_values_policy).map_err(
+            |(which, why)| match which {
+                Setting::FeatureGates => format!("--feature-gates / FEATURE_GATES: {why}"),
+                Setting::MinValuesPolicy => {
+                    format!("--min-values-policy / MIN_VALUES_POLICY: {why}")
                 }
-            };
-            match name.trim() {
-                "SpotToSpotConsolidation" => spot_to_spot = on,
-                // Known upstream gates with no effect here: accepted so upstream's
-                // settings carry over unchanged.
-                "NodeRepair" | "ReservedCapacity" | "NodeOverlay" | "StaticCapacity" => {}
-                other => {
-                    return Err(format!(
-                        "--feature-gates / FEATURE_GATES: unknown gate {other:?} (known: \
-                         SpotToSpotConsolidation, NodeRepair, ReservedCapacity, NodeOverlay, \
-                         StaticCapacity)"
-                    ));
-                }
-            }
-        }
-        let policy = match self.min_values_policy.as_str() {
-            "Strict" => MinValuesPolicy::Strict,
-            "BestEffort" => MinValuesPolicy::BestEffort,
-            other => {
-                return Err(format!(
-                    "--min-values-policy / MIN_VALUES_POLICY: {other:?}: expected Strict or \
-                     BestEffort"
-                ));
-            }
-        };
-        Ok((spot_to_spot, policy))
+            },
+        )?;
+        Ok((f.spot_to_spot, f.min_values_policy))
     }
 }
 

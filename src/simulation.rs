@@ -60,6 +60,7 @@ pub struct Simulation {
     policy: PolicyTable,
     seed: u64,
     journal: Option<std::path::PathBuf>,
+    features: crate::control::features::Features,
 }
 
 impl Simulation {
@@ -124,8 +125,8 @@ impl Simulation {
             Arc::clone(&shared),
             Settings {
                 policy: policy.clone(),
-                spot_to_spot: false,
-                min_values_policy: Default::default(),
+                spot_to_spot: scenario.features.spot_to_spot,
+                min_values_policy: scenario.features.min_values_policy,
                 journal,
                 start,
                 seed,
@@ -140,6 +141,7 @@ impl Simulation {
             policy,
             seed,
             journal: options.journal.clone(),
+            features: scenario.features,
         })
     }
 
@@ -153,8 +155,8 @@ impl Simulation {
         };
         let settings = Settings {
             policy: self.policy.clone(),
-            spot_to_spot: false,
-            min_values_policy: Default::default(),
+            spot_to_spot: self.features.spot_to_spot,
+            min_values_policy: self.features.min_values_policy,
             journal,
             start: self.start,
             seed: self.seed.wrapping_add(1),

@@ -247,6 +247,20 @@ fn bad_scenarios_fail_before_the_run_with_file_line_and_field_path() {
             "invalid",
         ),
         (
+            "gates.yaml",
+            "  featureGates: SpotToSpotConsolidation=maybe\n",
+            0,
+            "spec.featureGates",
+            "expected true or false",
+        ),
+        (
+            "policy.yaml",
+            "  minValuesPolicy: Loose\n",
+            0,
+            "spec.minValuesPolicy",
+            "expected Strict or BestEffort",
+        ),
+        (
             "replicas.yaml",
             "  replicas:\n    web: {diurnal: {min: 9, max: 3}}\n",
             1,

@@ -152,7 +152,8 @@ Added for the kube-rs controller backend and its tests:
     bindable stamps it and draws its delay uniformly from [min_delay, max_delay] (kept if
     a POST changes the settings; DELETE forgets it); the first pass after that delay that still finds it bindable binds it to the fitting node
     with the lowest requested cpu fraction once the pod is on it, ties by name: one write
-    setting spec.nodeName, status.phase Running and the conditions PodScheduled and Ready
+    setting spec.nodeName, status.phase Running, status.startTime (what the kubelet sets
+    when it accepts the pod; kept if already there) and the conditions PodScheduled and Ready
     "True" (others kept), stored and journalled as a PATCH would be (MODIFIED, a new
     resourceVersion). A pod that no node takes is given, once and only if it does not
     carry it already, the condition PodScheduled "False", reason "Unschedulable", message
@@ -727,7 +728,9 @@ def _binding(pod: dict, node: str) -> dict:
     """21: the merge patch that binds a pod (and, with no kubelet, starts it at once)."""
     conditions = _with_conditions(pod, {'type': 'PodScheduled', 'status': 'True'},
                                   {'type': 'Ready', 'status': 'True'})
-    return {'spec': {'nodeName': node}, 'status': {'phase': 'Running', 'conditions': conditions}}
+    status = {'phase': 'Running', 'conditions': conditions,
+              'startTime': (pod.get('status') or {}).get('startTime') or _now()}
+    return {'spec': {'nodeName': node}, 'status': status}
 
 
 @attrs.define

@@ -46,6 +46,8 @@ pub struct Scenario {
     /// Approval policy rules (`auto`, `manual`, `Underutilized=manual`, ...); the
     /// console's default when empty.
     pub approval: Vec<String>,
+    /// `spec.featureGates` and `spec.minValuesPolicy`, as the controller's flags.
+    pub features: crate::control::features::Features,
     pub nodepools: Vec<NodePool>,
     pub nodeclasses: Vec<String>,
     pub deployments: Vec<Deployment>,
@@ -589,6 +591,18 @@ fn build(
         });
     }
     timeline.sort_by_key(|t| (t.at, t.index));
+    let features = crate::control::features::Features::parse(
+        spec.feature_gates.as_deref().unwrap_or(""),
+        spec.min_values_policy.as_deref().unwrap_or("Strict"),
+    )
+    .unwrap_or_else(|(which, why)| {
+        let field = match which {
+            crate::control::features::Setting::FeatureGates => "spec.featureGates",
+            crate::control::features::Setting::MinValuesPolicy => "spec.minValuesPolicy",
+        };
+        errors.at(spec_doc, field, why);
+        Default::default()
+    });
 
     Scenario {
         name,
@@ -599,6 +613,7 @@ fn build(
         launch_latency,
         instance_types: cloud.instance_types.clone(),
         approval: spec.approval.clone(),
+        features,
         nodepools: parts.nodepools.into_iter().map(|(_, p)| p).collect(),
         nodeclasses: parts.nodeclasses,
         deployments,

@@ -26,6 +26,11 @@ pub struct ScenarioSpec {
     /// `Underutilized=manual`, `spot/Drifted=auto`).
     #[serde(default)]
     pub approval: Vec<String>,
+    /// Upstream's `FEATURE_GATES`, as `--feature-gates` takes them
+    /// (`SpotToSpotConsolidation=true`).
+    pub feature_gates: Option<String>,
+    /// Upstream's `MIN_VALUES_POLICY`: `Strict` (the default) or `BestEffort`.
+    pub min_values_policy: Option<String>,
     /// Replica schedules by Deployment name.
     #[serde(default)]
     pub replicas: BTreeMap<String, ReplicaSpec>,
