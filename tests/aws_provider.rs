@@ -304,7 +304,18 @@ async fn nodeclass_selectors_alias_and_role_resolve_into_a_ready_status() {
         .map(|c| (c.type_.as_str(), c.status.as_str()))
         .collect();
     assert!(ready.contains(&("Ready", "True")), "{ready:?}");
-    assert!(ready.contains(&("AMIsReady", "True")), "{ready:?}");
+    // Every condition upstream v1.14.1's EC2NodeClass carries.
+    for c in [
+        "AMIsReady",
+        "SubnetsReady",
+        "SecurityGroupsReady",
+        "InstanceProfileReady",
+        "PlacementGroupReady",
+        "CapacityReservationsReady",
+        "ValidationSucceeded",
+    ] {
+        assert!(ready.contains(&(c, "True")), "{c}: {ready:?}");
+    }
     // The role became an instance profile holding it.
     let profile = status.instance_profile.clone().expect("instance profile");
     assert!(profile.starts_with(&format!("{CLUSTER}_")), "{profile}");
@@ -407,6 +418,31 @@ async fn ami_terms_by_name_owner_id_tags_and_ssm_parameter() {
         "{:?}",
         cloud.unlaunchable(&pool())
     );
+    // A placement group is kept but not resolved here: the NodeClass says so and is not
+    // Ready, rather than launching outside the group it asked for.
+    h.set_nodeclass(&spec(&format!(
+        "  - id: {}\n  placementGroupSelector: {{name: analytics}}\n",
+        older
+    )));
+    let statuses = h.resolve_all().await;
+    let of = |t: &str| {
+        statuses[0]
+            .1
+            .conditions
+            .iter()
+            .find(|c| c.type_ == t)
+            .map(|c| (c.status.clone(), c.reason.clone()))
+    };
+    assert_eq!(
+        of("PlacementGroupReady"),
+        Some(("False".into(), "PlacementGroupResolutionFailed".into()))
+    );
+    assert_eq!(
+        of("ValidationSucceeded"),
+        Some(("False".into(), "DependenciesNotReady".into()))
+    );
+    assert_eq!(of("Ready").map(|r| r.0), Some("False".into()));
+    assert!(cloud.instance_types(&pool()).is_empty());
 }
 
 #[tokio::test]

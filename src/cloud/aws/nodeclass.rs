@@ -122,6 +122,31 @@ pub async fn resolve(
     let instance_profile = instance_profile(clients, name, spec, cluster)
         .await
         .map_err(|e| not_ready("InstanceProfileReady", "InstanceProfileNotFound", e))?;
+    // Placement groups and capacity reservations are accepted and kept, not resolved yet
+    // (issue 21): a NodeClass that asks for one is not Ready rather than launching
+    // instances outside what it asked for (upstream `nodeclass/placementgroup.go`,
+    // `capacityreservation.go` set these True when nothing is selected).
+    if let Some(pg) = &spec.placement_group_selector {
+        return Err(not_ready(
+            "PlacementGroupReady",
+            "PlacementGroupResolutionFailed",
+            format!(
+                "placement group {:?} is not resolved by karpenter-tui yet",
+                pg.name.as_deref().or(pg.id.as_deref()).unwrap_or("")
+            ),
+        ));
+    }
+    if spec
+        .capacity_reservation_selector_terms
+        .as_ref()
+        .is_some_and(|t| !t.is_empty())
+    {
+        return Err(not_ready(
+            "CapacityReservationsReady",
+            "CapacityReservationsResolutionFailed",
+            "capacityReservationSelectorTerms are not resolved by karpenter-tui yet".into(),
+        ));
+    }
     Ok(Resolved {
         subnets,
         security_groups,
@@ -325,11 +350,14 @@ pub fn status(
     generation: Option<i64>,
     now: DateTime<Utc>,
 ) -> EC2NodeClassStatus {
-    const PARTS: [&str; 4] = [
+    // Upstream v1.14.1's `EC2NodeClass.StatusConditions()`, in the order they resolve.
+    const PARTS: [&str; 6] = [
         "SubnetsReady",
         "SecurityGroupsReady",
         "AMIsReady",
         "InstanceProfileReady",
+        "PlacementGroupReady",
+        "CapacityReservationsReady",
     ];
     let failed = resolved.as_ref().err();
     // Parts before the failing one resolved; parts after it were not tried.
@@ -349,6 +377,28 @@ pub fn status(
             part, status, reason, message, old, generation, now,
         ));
     }
+    // Upstream `nodeclass/validation.go` with dry runs disabled (no authorization probe is
+    // made here): False while a dependency failed, else True.
+    conditions.push(match failed {
+        Some(_) => condition(
+            "ValidationSucceeded",
+            "False",
+            "DependenciesNotReady".into(),
+            "Awaiting AMI, Instance Profile, Security Group, and Subnet resolution".into(),
+            old,
+            generation,
+            now,
+        ),
+        None => condition(
+            "ValidationSucceeded",
+            "True",
+            "ValidationSucceeded".into(),
+            String::new(),
+            old,
+            generation,
+            now,
+        ),
+    });
     conditions.push(match failed {
         Some(f) => condition(
             "Ready",
