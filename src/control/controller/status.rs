@@ -171,19 +171,14 @@ pub(super) fn nodeclaim_status(
 /// Upstream `nodeclaim/disruption/consolidation.go`: consolidateAfter has passed since
 /// initialization or the last pod event, whichever is later.
 fn consolidatable(r: &NodeRecord, pool: &NodePool, now: DateTime<Utc>) -> bool {
-    let after = match &pool.spec.disruption.consolidate_after {
-        Some(d) if d.is_never() => return false,
-        Some(d) => d
-            .value()
-            .and_then(|v| TimeDelta::from_std(v).ok())
-            .unwrap_or_default(),
-        None => TimeDelta::zero(),
-    };
-    let Some(initialized) = r.initialized_at else {
-        return false;
-    };
-    let since = r.last_pod_event.map_or(initialized, |t| t.max(initialized));
-    now >= since + after
+    r.initialized_at.is_some_and(|initialized| {
+        crate::engine::disruption::candidates::consolidatable_from(
+            initialized,
+            r.last_pod_event,
+            pool,
+        )
+        .is_some_and(|at| now >= at)
+    })
 }
 
 impl<C: Cluster, P: CloudProvider> Controller<C, P> {

@@ -210,6 +210,20 @@ pub fn node_block(node: &StateNode, pool: Option<&NodePool>, now: DateTime<Utc>)
 /// took minutes to join is not consolidatable the moment it does). None when
 /// consolidation is disabled (`Never`).
 pub fn consolidatable_at(node: &StateNode, pool: &NodePool) -> Option<DateTime<Utc>> {
+    consolidatable_from(
+        node.initialized_at.unwrap_or(node.created),
+        node.last_pod_event,
+        pool,
+    )
+}
+
+/// [`consolidatable_at`] from the two times it reads: the NodeClaim status writer has
+/// them before the node is in a disruption pass's state.
+pub fn consolidatable_from(
+    initialized: DateTime<Utc>,
+    last_pod_event: Option<DateTime<Utc>>,
+    pool: &NodePool,
+) -> Option<DateTime<Utc>> {
     let after = match &pool.spec.disruption.consolidate_after {
         Some(d) if d.is_never() => return None,
         Some(d) => d
@@ -218,10 +232,7 @@ pub fn consolidatable_at(node: &StateNode, pool: &NodePool) -> Option<DateTime<U
             .unwrap_or_default(),
         None => TimeDelta::zero(),
     };
-    let initialized = node.initialized_at.unwrap_or(node.created);
-    let since = node
-        .last_pod_event
-        .map_or(initialized, |t| t.max(initialized));
+    let since = last_pod_event.map_or(initialized, |t| t.max(initialized));
     Some(since + after)
 }
 
