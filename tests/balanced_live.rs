@@ -252,6 +252,18 @@ fn a_balanced_pool_consolidates_only_moves_worth_their_disruption() {
             "no DisruptionTerminating on {claim}: {events:?}"
         );
     }
+    // The Balanced move that passed says its score, as upstream's ConsolidationApproved.
+    let approved = about(&first_bb, "ConsolidationApproved");
+    assert!(
+        approved
+            .iter()
+            .any(|n| n.contains(">= threshold 0.50 (k: 2, savings 75.0%")),
+        "no ConsolidationApproved on {first_bb}: {events:?}"
+    );
+    assert!(
+        about(&first_u, "ConsolidationApproved").is_empty(),
+        "not a Balanced pool"
+    );
     let balanced_events: Vec<String> = about(&first_b, "Unconsolidatable")
         .into_iter()
         .filter(|n| n.contains("Balanced"))

@@ -200,6 +200,39 @@ pub fn no_compatible_instance_types(nodepool: &str, min_values: bool) -> Notice 
     n
 }
 
+/// `ConsolidationApproved` for a Balanced move's passing score (upstream
+/// `disruption/events/events.go`): on the candidate's Node and NodeClaim for a single-node
+/// move, on the NodePool for a multi-node one.
+pub fn consolidation_approved(
+    nodepool: &str,
+    candidate: Option<(Option<&str>, &str)>,
+    score: &crate::engine::disruption::balanced::Score,
+) -> Vec<Notice> {
+    use crate::engine::disruption::balanced::{BALANCED_K, Score};
+    // Go's %.2f writes an infinite score (a move that disrupts nothing) as +Inf.
+    let value = match score.value() {
+        v if v.is_infinite() => "+Inf".to_string(),
+        v => format!("{v:.2}"),
+    };
+    let note = format!(
+        "score {value} >= threshold {:.2} (k: {BALANCED_K}, savings {:.1}%, disruption {:.1}%)",
+        Score::threshold(),
+        score.savings_fraction * 100.0,
+        score.disruption_fraction * 100.0
+    );
+    match candidate {
+        Some((node, nodeclaim)) => on_both(node, nodeclaim, |regarding| {
+            notice(regarding, "ConsolidationApproved", note.clone(), false)
+        }),
+        None => vec![notice(
+            ObjectRef::NodePool(nodepool.to_string()),
+            "ConsolidationApproved",
+            note,
+            false,
+        )],
+    }
+}
+
 /// `FailedScheduling` (Warning) on a pod no NodePool can launch a node for.
 pub fn failed_scheduling(pod: &PodKey, why: &str) -> Notice {
     let mut n = notice(
@@ -338,6 +371,18 @@ mod tests {
             "Underutilized"
         );
         assert_eq!(eviction_reason("expired"), "Forceful Termination");
+        let score = crate::engine::disruption::balanced::Score {
+            savings_fraction: 0.75,
+            disruption_fraction: 0.5,
+        };
+        let a = consolidation_approved("default", Some((Some("ip-1"), "default-a")), &score);
+        assert_eq!(a.len(), 2);
+        assert_eq!(
+            a[0].note,
+            "score 1.50 >= threshold 0.50 (k: 2, savings 75.0%, disruption 50.0%)"
+        );
+        let m = consolidation_approved("default", None, &score);
+        assert_eq!(m[0].regarding, ObjectRef::NodePool("default".into()));
         assert_eq!(eviction_reason("deleted"), "Forceful Termination");
     }
 }

@@ -334,6 +334,18 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                     notices.push(upstream_events::do_not_disrupt_until(pod, uid, &at));
                 }
             }
+            for a in &pass.balanced_approvals {
+                let node = a
+                    .nodeclaim
+                    .as_ref()
+                    .and_then(|c| self.registry.get(c).and_then(|r| r.node.clone()));
+                let candidate = a.nodeclaim.as_deref().map(|c| (node.as_deref(), c));
+                notices.extend(upstream_events::consolidation_approved(
+                    &a.nodepool,
+                    candidate,
+                    &a.score,
+                ));
+            }
             // Upstream: every pass, for each pool with nodes whose budget allows none.
             for b in &pass.budgets {
                 if b.total == 0 {

@@ -128,14 +128,15 @@ pub fn is_balanced(pool: &NodePool) -> bool {
 }
 
 /// Upstream `EvaluateBalancedMove`: the move saving `savings` per hour by removing
-/// `candidates` passes in every Balanced pool it touches, or the first pool's failing
-/// score as the block.
+/// `candidates` passes in every Balanced pool it touches (their passing scores, by pool,
+/// for upstream's `ConsolidationApproved`), or the first pool's failing score as the
+/// block.
 pub fn approve(
     state: &ClusterState,
     candidates: &[&Candidate],
     savings: f64,
     totals: &HashMap<String, PoolTotals>,
-) -> Result<(), Block> {
+) -> Result<Vec<(String, Score)>, Block> {
     let mut by_pool: BTreeMap<&str, Vec<&Candidate>> = BTreeMap::new();
     for c in candidates {
         by_pool
@@ -145,6 +146,7 @@ pub fn approve(
     }
     let source_cost: f64 = candidates.iter().map(|c| state.nodes[c.node].price).sum();
     let pools = by_pool.len();
+    let mut passed = Vec::new();
     for (pool, cands) in by_pool {
         if !state.nodepools.get(pool).is_some_and(is_balanced) {
             continue;
@@ -172,8 +174,9 @@ pub fn approve(
                 disruption_percent: score.disruption_fraction * 100.0,
             });
         }
+        passed.push((pool.to_string(), score));
     }
-    Ok(())
+    Ok(passed)
 }
 
 /// Upstream `CanPassThreshold`: deleting the node outright (all of its price saved, no
@@ -186,7 +189,9 @@ pub fn can_pass(
 ) -> Result<(), Block> {
     let pool = &state.nodes[c.node].nodepool;
     match totals.get(pool) {
-        Some(t) if t.total_cost > 0.0 => approve(state, &[c], state.nodes[c.node].price, totals),
+        Some(t) if t.total_cost > 0.0 => {
+            approve(state, &[c], state.nodes[c.node].price, totals).map(|_| ())
+        }
         _ => Ok(()),
     }
 }

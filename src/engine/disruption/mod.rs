@@ -102,6 +102,22 @@ pub struct Pass {
     /// Single-node consolidation candidates there were.
     pub single_node_candidates: usize,
     pub events: Vec<Event>,
+    /// Balanced scores of the chosen move that passed (upstream `balanced.go` publishes
+    /// `ConsolidationApproved` for each).
+    pub balanced_approvals: Vec<BalancedApproval>,
+}
+
+/// A consolidation plan and the Balanced scores it passed, by pool.
+type ScoredPlan = (consolidation::Plan, Vec<(String, balanced::Score)>);
+
+/// A passing Balanced score of a chosen consolidation: on its node (single-node moves) or
+/// on its pool (multi-node moves), as upstream reports it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BalancedApproval {
+    pub nodepool: String,
+    /// The candidate of a single-node move.
+    pub nodeclaim: Option<String>,
+    pub score: balanced::Score,
 }
 
 /// Budget left per pool for one reason, drawn down as a pass assigns candidates.
@@ -184,6 +200,7 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
         single_node_evaluated: 0,
         single_node_candidates: 0,
         events: Vec::new(),
+        balanced_approvals: Vec::new(),
     };
     let mut soon = Soonest { now, at: None };
     for b in &budgets {
@@ -474,7 +491,7 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
             }
         }
     }
-    let mut multi: Option<(usize, consolidation::Plan)> = None;
+    let mut multi: Option<(usize, ScoredPlan)> = None;
     if pass.command.is_none() && prefix.len() >= 2 {
         let (mut lo, mut hi) = (1usize, prefix.len() - 1);
         while lo <= hi {
@@ -491,8 +508,9 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
                 options.spot_to_spot,
                 !options.fast,
             )
-            .and_then(|p| balanced::approve(state, set, p.savings, &balanced_totals).map(|()| p))
-            {
+            .and_then(|p| {
+                balanced::approve(state, set, p.savings, &balanced_totals).map(|s| (p, s))
+            }) {
                 Ok(p) => {
                     multi = Some((mid + 1, p));
                     lo = mid + 1;
@@ -506,8 +524,15 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
             }
         }
     }
-    if let Some((n, p)) = multi {
+    if let Some((n, (p, scores))) = multi {
         let set = &prefix[..n];
+        // Upstream puts a multi-node move's approval on each Balanced pool it touches.
+        pass.balanced_approvals
+            .extend(scores.into_iter().map(|(pool, score)| BalancedApproval {
+                nodepool: pool,
+                nodeclaim: None,
+                score,
+            }));
         let delete_only = p.replacement.is_none();
         let cmd = command(
             state,
@@ -576,9 +601,9 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
             options.spot_to_spot,
             !options.fast,
         )
-        .and_then(|p| balanced::approve(state, &[c], p.savings, &balanced_totals).map(|()| p))
+        .and_then(|p| balanced::approve(state, &[c], p.savings, &balanced_totals).map(|s| (p, s)))
         {
-            Ok(p) => {
+            Ok((p, scores)) => {
                 *pass.eligible.entry(Reason::Underutilized).or_default() += 1;
                 let delete_only = p.replacement.is_none();
                 if pass.command.is_none() {
@@ -589,6 +614,12 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
                         &[c],
                         p.replacement.into_iter().collect(),
                     );
+                    pass.balanced_approvals
+                        .extend(scores.into_iter().map(|(pool, score)| BalancedApproval {
+                            nodepool: pool,
+                            nodeclaim: Some(name.clone()),
+                            score,
+                        }));
                     pass.outcomes.insert(
                         name,
                         Outcome::Chosen {

@@ -154,7 +154,7 @@ pub fn revalidate(
             )
             .and_then(|p| {
                 let totals = super::balanced::pool_totals(state, &pods_by_node);
-                super::balanced::approve(state, &refs, p.savings, &totals).map(|()| p)
+                super::balanced::approve(state, &refs, p.savings, &totals).map(|_| p)
             })
             .map_err(|b| format!("a fresh simulation disagrees: {b}"))?;
             match (cmd.replacements.first(), &plan.replacement) {
