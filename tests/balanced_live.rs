@@ -264,6 +264,18 @@ fn a_balanced_pool_consolidates_only_moves_worth_their_disruption() {
         about(&first_u, "ConsolidationApproved").is_empty(),
         "not a Balanced pool"
     );
+    // Every consolidation decision names its candidates as upstream's command string does.
+    for claim in [&first_u, &first_bb] {
+        let candidate = about(claim, "ConsolidationCandidate");
+        assert!(
+            candidate
+                .iter()
+                .any(|n| n.starts_with("Consolidation candidate: Underutilized/")
+                    && n.contains(": replace: nodepools=[")
+                    && n.contains("-> [1 replacement]")),
+            "no ConsolidationCandidate on {claim}: {candidate:?}"
+        );
+    }
     let balanced_events: Vec<String> = about(&first_b, "Unconsolidatable")
         .into_iter()
         .filter(|n| n.contains("Balanced"))

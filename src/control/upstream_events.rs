@@ -233,6 +233,64 @@ pub fn consolidation_approved(
     }
 }
 
+/// `ConsolidationCandidate` on each candidate of a consolidation decision, on its Node
+/// (once registered) and NodeClaim, worded as upstream's `Command.StringForNode`
+/// (`disruption/types.go`): the whole command for one candidate, the node and the
+/// command's size for several. `id` is the decision's number, where upstream writes its
+/// command's id.
+pub fn consolidation_candidates(
+    cmd: &crate::engine::disruption::Command,
+    id: u64,
+    registered: impl Fn(&str) -> bool,
+) -> Vec<Notice> {
+    let decision = if cmd.replacements.is_empty() {
+        "delete"
+    } else {
+        "replace"
+    };
+    let savings = cmd.savings_per_hour;
+    let whole = || {
+        let mut pools: Vec<&str> = Vec::new();
+        for c in &cmd.candidates {
+            if !pools.contains(&c.nodepool.as_str()) {
+                pools.push(&c.nodepool);
+            }
+        }
+        let sources: Vec<&str> = cmd.node_names().collect();
+        let to = match cmd.replacements.len() {
+            0 => String::new(),
+            1 => " -> [1 replacement]".to_string(),
+            n => format!(" -> [{n} replacements]"),
+        };
+        format!(
+            "{}/{id}: {decision}: nodepools=[{}]: [{}]{to} (savings: ${savings:.2})",
+            cmd.reason.as_str(),
+            pools.join(","),
+            sources.join(", ")
+        )
+    };
+    let mut out = Vec::new();
+    for c in &cmd.candidates {
+        let described = if cmd.candidates.len() == 1 {
+            whole()
+        } else {
+            format!(
+                "{decision}: [{}] (part of {}-node consolidation)",
+                c.node,
+                cmd.candidates.len()
+            )
+        };
+        let note = format!("Consolidation candidate: {described} (savings: ${savings:.2})");
+        let node = registered(&c.nodeclaim).then_some(c.node.as_str());
+        out.extend(on_both(node, &c.nodeclaim, |regarding| {
+            let mut n = notice(regarding, "ConsolidationCandidate", note.clone(), false);
+            n.dedupe = described.clone();
+            n
+        }));
+    }
+    out
+}
+
 /// `FailedScheduling` (Warning) on a pod no NodePool can launch a node for.
 pub fn failed_scheduling(pod: &PodKey, why: &str) -> Notice {
     let mut n = notice(

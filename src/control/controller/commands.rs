@@ -386,6 +386,12 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             let kind = match e.action {
                 Action::Proposed => {
                     let Some(cmd) = command else { continue };
+                    if matches!(cmd.reason, crate::engine::disruption::Reason::Underutilized) {
+                        let notices = upstream_events::consolidation_candidates(&cmd, id, |c| {
+                            self.registry.get(c).is_some_and(|r| r.node.is_some())
+                        });
+                        self.post(notices);
+                    }
                     EventKind::DisruptionProposed {
                         id,
                         method: cmd.method.as_str().to_string(),
