@@ -19,6 +19,8 @@
 
 #[path = "peers/kube_peer.rs"]
 mod kube_peer;
+#[path = "peers/objects.rs"]
+mod objects;
 #[path = "peers/proc.rs"]
 mod proc;
 #[path = "peers/wait.rs"]
@@ -39,25 +41,12 @@ fn eventually<T>(what: &str, probe: impl FnMut() -> Option<T>) -> T {
 
 /// A pool of on-demand `types`, consolidating at once under `policy`, one node at a time.
 fn pool(name: &str, policy: &str, types: &str) -> String {
-    format!(
-        r#"apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata:
-  name: {name}
-spec:
-  template:
-    spec:
-      nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}
-      requirements:
-      - {{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}}
-      - {{key: node.kubernetes.io/instance-type, operator: In, values: [{types}]}}
-      expireAfter: Never
-  disruption:
-    consolidationPolicy: {policy}
-    consolidateAfter: 0s
-    budgets:
-    - nodes: "1"
-"#
+    objects::named_nodepool(
+        name,
+        types,
+        &format!(
+            "    consolidationPolicy: {policy}\n    consolidateAfter: 0s\n    budgets:\n    - nodes: \"1\""
+        ),
     )
 }
 

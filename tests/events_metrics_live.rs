@@ -18,7 +18,7 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use kube_peer::KubePeer;
-use objects::{nodepool, pending_pod};
+use objects::{named_nodepool, nodepool, pending_pod};
 use proc::{Proc, controller};
 use serde_json::Value;
 
@@ -103,11 +103,11 @@ fn events_land_on_upstreams_objects_and_metrics_name_the_live_nodes() {
     // A pool whose requirements name no instance type the cloud offers.
     peer.kubectl(
         &["apply", "-f", "-"],
-        &nodepool(
+        &named_nodepool(
+            "nowhere",
             "no-such.type",
             "    consolidationPolicy: WhenEmpty\n    consolidateAfter: 0s",
-        )
-        .replace("name: default\n", "name: nowhere\n"),
+        ),
     );
     let mut run = controller(&kubeconfig, &[]);
     let addr = endpoints_of(&run);

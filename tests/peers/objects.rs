@@ -6,11 +6,17 @@
 /// `disruption` (the block's lines, indented by four spaces).
 #[allow(dead_code)]
 pub fn nodepool(instance_types: &str, disruption: &str) -> String {
+    named_nodepool("default", instance_types, disruption)
+}
+
+/// [`nodepool`] under another name.
+#[allow(dead_code)]
+pub fn named_nodepool(name: &str, instance_types: &str, disruption: &str) -> String {
     format!(
         r#"apiVersion: karpenter.sh/v1
 kind: NodePool
 metadata:
-  name: default
+  name: {name}
 spec:
   template:
     spec:
