@@ -421,7 +421,7 @@ pub fn run(
                 let snapshots = controller.subscribe();
                 let actor = format!("console:{}", conn.user);
                 // The console quitting closes the request channel, which ends the loop.
-                let (done, _) = launch::run_backend(
+                let (done, stats) = launch::run_backend(
                     snapshots,
                     label,
                     Some(actor),
@@ -446,6 +446,10 @@ pub fn run(
                 )
                 .await
                 .map_err(|e| format!("terminal: {e}"))?;
+                if let Some((message, _)) = stats.exit.failure() {
+                    release(election).await;
+                    return Err(message);
+                }
                 done.unwrap_or(Stop::Requested)
             }
         };
@@ -555,8 +559,11 @@ pub fn attach(
             move |requests, _| tokio::spawn(live::attach(controller, wake, requests, remote)),
         )
         .await
-        .map(drop)
         .map_err(|e| format!("terminal: {e}"))
+        .and_then(|(_, stats)| match stats.exit.failure() {
+            None => Ok(()),
+            Some((message, _)) => Err(message),
+        })
     })
 }
 

@@ -283,7 +283,17 @@ impl Simulation {
         mut requests: mpsc::UnboundedReceiver<Envelope>,
         actor: String,
     ) -> Simulation {
+        // Test hook for the console's end-to-end test (tests/console_signals_tmux.rs): a
+        // controller that panics this many simulated seconds in must end the console with
+        // a message and a failing exit status, the terminal restored.
+        let panic_at = std::env::var("KARPENTER_TUI_TEST_PANIC_AT_SECONDS")
+            .ok()
+            .and_then(|v| v.parse::<i64>().ok())
+            .map(|s| self.start + chrono::TimeDelta::seconds(s.clamp(0, 86_400)));
         loop {
+            if panic_at.is_some_and(|at| self.now() >= at) {
+                panic!("KARPENTER_TUI_TEST_PANIC_AT_SECONDS: the simulated controller stops here");
+            }
             self.step().await;
             let next = self.next_time();
             tokio::select! {
@@ -314,7 +324,8 @@ impl Simulation {
                 nodes,
                 pods,
                 pods_pending: pending,
-                cost_per_hour: (cost * 10_000.0).round() / 10_000.0,
+                // `+ 0.0`: an empty sum is -0.0, which would print as "$-0.0000/h".
+                cost_per_hour: (cost * 10_000.0).round() / 10_000.0 + 0.0,
                 cost: (stats.cost * 100.0).round() / 100.0,
                 disruptions: stats.disruptions.clone(),
                 nodeclaims_created: stats.nodeclaims_created,

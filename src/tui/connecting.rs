@@ -1,6 +1,6 @@
 //! The screen before the console has a cluster to show: what the start is doing
 //! ("connecting to URL: error", listing the cluster, waiting as a standby for the Lease),
-//! redrawn as it changes. `q`, Esc and Ctrl-C give up, as does SIGTERM; every way out
+//! redrawn as it changes. `q`, Esc and Ctrl-C give up, as do SIGTERM, SIGINT, SIGHUP and SIGQUIT; every way out
 //! restores the terminal, and the console proper starts only once the start succeeded.
 
 use std::future::Future;
@@ -24,9 +24,9 @@ pub async fn run<T>(
     progress: watch::Receiver<String>,
     start: impl Future<Output = T>,
 ) -> io::Result<Option<T>> {
-    let mut terminal = ratatui::init();
+    let mut terminal = crate::tui::screen::enter()?;
     let result = screen(&mut terminal, title, progress, start).await;
-    ratatui::restore();
+    crate::tui::screen::leave();
     result
 }
 
@@ -38,15 +38,10 @@ async fn screen<T>(
 ) -> io::Result<Option<T>> {
     let mut start = std::pin::pin!(start);
     let mut keys = EventStream::new();
-    #[cfg(unix)]
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let mut signals = crate::tui::terminal::Signals::new()?;
     loop {
         let text = progress.borrow_and_update().clone();
         terminal.draw(|f| draw(f, title, &text))?;
-        #[cfg(unix)]
-        let sigterm = term.recv();
-        #[cfg(not(unix))]
-        let sigterm = std::future::pending::<Option<()>>();
         tokio::select! {
             done = &mut start => return Ok(Some(done)),
             _ = progress.changed() => {}
@@ -62,7 +57,7 @@ async fn screen<T>(
                 Some(Err(e)) => return Err(e),
                 None => return Ok(None),
             },
-            _ = sigterm => return Ok(None),
+            _ = signals.recv() => return Ok(None),
             // Redraw now and then: a resize, or a terminal that lost its contents.
             _ = tokio::time::sleep(Duration::from_secs(1)) => {}
         }

@@ -129,10 +129,56 @@ where
     for w in &p.warnings {
         app.warn(w.clone());
     }
-    let stats = terminal::run(console, app).await?;
-    let done = match tokio::time::timeout(Duration::from_secs(5), driver).await {
-        Ok(Ok(v)) => Some(v),
-        _ => None,
+    // The console draws on a thread of its own, so a controller busy for seconds on this
+    // runtime never delays a key or the clock.
+    let (failed_tx, failed_rx) = tokio::sync::oneshot::channel::<String>();
+    let (ui_tx, ui_rx) = tokio::sync::oneshot::channel::<std::io::Result<LoopStats>>();
+    std::thread::Builder::new()
+        .name("console".into())
+        .spawn(move || {
+            let result = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .and_then(|rt| rt.block_on(terminal::run(console, app, failed_rx)));
+            let _ = ui_tx.send(result);
+        })?;
+    let mut driver = driver;
+    let mut ui_rx = ui_rx;
+    let mut failed_tx = Some(failed_tx);
+    let mut finished = None;
+    let stats = loop {
+        tokio::select! {
+            ui = &mut ui_rx => break match ui {
+                Ok(r) => r?,
+                // The console's thread panicked (the hook restored the terminal and
+                // printed why).
+                Err(_) => LoopStats {
+                    exit: terminal::Exit::Panicked("the console panicked".into()),
+                    ..Default::default()
+                },
+            },
+            done = &mut driver, if finished.is_none() => {
+                match done {
+                    Ok(v) => finished = Some(Some(v)),
+                    Err(e) => {
+                        finished = Some(None);
+                        let why = if e.is_panic() { "panicked" } else { "was cancelled" };
+                        if let Some(tx) = failed_tx.take() {
+                            let _ = tx.send(format!("the controller {why}"));
+                        }
+                    }
+                }
+                // A backend that ended cleanly leaves the console on its last snapshot.
+                failed_tx.take();
+            }
+        }
+    };
+    let done = match finished {
+        Some(v) => v,
+        None => match tokio::time::timeout(Duration::from_secs(5), driver).await {
+            Ok(Ok(v)) => Some(v),
+            _ => None,
+        },
     };
     Ok((done, stats))
 }

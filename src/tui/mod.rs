@@ -12,6 +12,7 @@ pub mod keymap;
 pub mod launch;
 pub mod logpane;
 pub mod render_bench;
+pub mod screen;
 pub mod screenshot;
 pub mod terminal;
 pub mod theme;

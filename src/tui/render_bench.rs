@@ -42,6 +42,25 @@ pub struct Figures {
     pub key_to_frame_ms: f64,
     /// A new snapshot on the Nodes view until its frame is drawn (rows rebuilt).
     pub snapshot_to_frame_ms: f64,
+    /// Key to frame through the real event loop while a controller runs flat out beside
+    /// it.
+    pub busy: Busy,
+}
+
+/// Key press to frame through the console's own event loop (on its thread, as in the
+/// binary) while the 1,000-node day (examples/diurnal-1000.yaml) runs as fast as it can
+/// on another thread, publishing snapshots all the while.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Busy {
+    pub presses: usize,
+    pub mean_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+    /// Snapshots the console took meanwhile, and the cluster's size at the end.
+    pub snapshots: u64,
+    pub nodes: usize,
+    /// Simulated time the controller covered during the measurement.
+    pub simulated_minutes: f64,
 }
 
 /// The benchmark cluster as a snapshot with its disruption pass.
@@ -123,7 +142,9 @@ pub fn run(nodes: usize, pods: usize, frames: usize, width: u16, height: u16) ->
     }
     let snapshot_to_frame_ms = ms(t, rounds);
 
+    let busy = busy(presses.min(200), width, height);
     Figures {
+        busy,
         nodes: snap.state.nodes.len(),
         pods: snap.state.pods.len(),
         width,
@@ -132,5 +153,127 @@ pub fn run(nodes: usize, pods: usize, frames: usize, width: u16, height: u16) ->
         idle_redraws_per_minute: idle,
         key_to_frame_ms,
         snapshot_to_frame_ms,
+    }
+}
+
+/// The saturated-controller measurement (see `Busy`).
+pub fn busy(presses: usize, width: u16, height: u16) -> Busy {
+    use crate::cluster::scenario;
+    use crate::simulation::{Options, Pace, Simulation};
+    use crate::tui::console::{Console, Source};
+    use crate::tui::terminal::{Wake, event_loop};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Duration;
+
+    let Ok(scenario) = scenario::parse("diurnal-1000", scenario::DIURNAL_1000) else {
+        return Busy::default();
+    };
+    let Ok(mut sim) = Simulation::new(&scenario, &Options::default(), Pace::Virtual) else {
+        return Busy::default();
+    };
+    let snapshots = sim.controller.subscribe();
+    let start = sim.start();
+    let stop = Arc::new(AtomicBool::new(false));
+    let controller = {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return 0.0;
+            };
+            rt.block_on(async {
+                while !stop.load(Ordering::Relaxed) {
+                    sim.step().await;
+                    let next = sim.next_time();
+                    sim.wait_until(next).await;
+                }
+            });
+            (sim.now() - start).num_seconds() as f64 / 60.0
+        })
+    };
+
+    let (console, _requests) = Console::new(
+        snapshots.clone(),
+        Source {
+            label: "bench".into(),
+            read_only: true,
+            actor: "console:bench".into(),
+        },
+    );
+    let mut app = frame::app(snapshots.borrow().clone(), Theme::default(), true);
+    app.show(View::Nodes);
+    let (key_tx, mut key_rx) = tokio::sync::mpsc::unbounded_channel();
+    let (probe_tx, mut probe_rx) = tokio::sync::mpsc::unbounded_channel();
+    let (_failed_tx, failed) = tokio::sync::oneshot::channel();
+    let ui = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .ok()?;
+        let mut terminal = match Terminal::new(TestBackend::new(width, height)) {
+            Ok(t) => t,
+            Err(never) => match never {},
+        };
+        let events = futures_util::stream::poll_fn(move |cx| key_rx.poll_recv(cx));
+        rt.block_on(event_loop(
+            &mut terminal,
+            console,
+            app,
+            events,
+            Wake {
+                signals: None,
+                failed,
+                probe: Some(probe_tx),
+            },
+        ))
+        .ok()
+    });
+
+    // One key every 40 ms; each one's latency is until the first frame drawn after the
+    // loop handled it.
+    let mut latencies = Vec::with_capacity(presses);
+    let mut handled = 0u64;
+    for i in 1..=presses as u64 {
+        std::thread::sleep(Duration::from_millis(40));
+        let sent = Instant::now();
+        let key = KeyEvent::new(KeyCode::Char('j'), KeyModifiers::NONE);
+        if key_tx.send(Ok(crossterm::event::Event::Key(key))).is_err() {
+            break;
+        }
+        while handled < i {
+            match probe_rx.blocking_recv() {
+                Some((keys, at)) => {
+                    handled = keys;
+                    if keys >= i {
+                        latencies.push(at.saturating_duration_since(sent).as_secs_f64() * 1e3);
+                    }
+                }
+                None => break,
+            }
+        }
+    }
+    let quit = KeyEvent::new(KeyCode::Char('q'), KeyModifiers::NONE);
+    let _ = key_tx.send(Ok(crossterm::event::Event::Key(quit)));
+    let stats = ui.join().ok().flatten().unwrap_or_default();
+    stop.store(true, Ordering::Relaxed);
+    let simulated_minutes = controller.join().unwrap_or(0.0);
+    let nodes = snapshots.borrow().state.nodes.len();
+    latencies.sort_by(f64::total_cmp);
+    let pick = |q: f64| {
+        latencies
+            .get(((latencies.len() as f64 * q) as usize).min(latencies.len().saturating_sub(1)))
+            .copied()
+            .unwrap_or(0.0)
+    };
+    Busy {
+        presses: latencies.len(),
+        mean_ms: latencies.iter().sum::<f64>() / latencies.len().max(1) as f64,
+        p99_ms: pick(0.99),
+        max_ms: latencies.last().copied().unwrap_or(0.0),
+        snapshots: stats.snapshots,
+        nodes,
+        simulated_minutes,
     }
 }

@@ -40,6 +40,7 @@ impl Tmux {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    #[allow(dead_code)]
     pub fn keys(&self, keys: &str) {
         let ok = Command::new("tmux")
             .args(["-S", &self.socket, "send-keys", "-l", keys])

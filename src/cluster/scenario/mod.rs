@@ -101,6 +101,8 @@ impl Errors<'_> {
 
 /// The built-in demo (also shipped as examples/demo.yaml).
 pub const DEMO: &str = include_str!("../../../examples/demo.yaml");
+/// The 1,000-node day, for benchmarks that need a controller with plenty to do.
+pub const DIURNAL_1000: &str = include_str!("../../../examples/diurnal-1000.yaml");
 
 /// Reads a scenario. Either everything in it is valid, or every problem found is
 /// returned (the run never starts half-configured).

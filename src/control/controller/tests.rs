@@ -540,3 +540,14 @@ fn limits_nodes_caps_a_static_pool() {
     run_for(&mut s, TimeDelta::minutes(5));
     assert_eq!(pool_nodes(&s, "default"), 2);
 }
+
+#[test]
+fn an_empty_cluster_costs_zero_not_minus_zero() {
+    // Seen: the console's closing line read "0 nodes, 25 pods (25 pending), $-0.0000/h"
+    // (an empty f64 sum is -0.0).
+    let scenario = "apiVersion: karpenter-tui.dev/v1alpha1\nkind: Scenario\nmetadata: {name: empty}\nspec:\n  cloud: {instanceTypes: [m5.large]}\n";
+    let mut s = sim(&scenario_text("", scenario), "default");
+    run_for(&mut s, TimeDelta::seconds(1));
+    let line = s.summary().kind.to_string();
+    assert!(line.contains("$0.0000/h"), "{line}");
+}
