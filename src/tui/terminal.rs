@@ -33,7 +33,10 @@ pub async fn run(console: Console, app: App) -> io::Result<LoopStats> {
     // ratatui::init enables raw mode and the alternate screen and installs a panic hook
     // that restores the terminal before the panic message prints.
     let mut terminal = ratatui::init();
+    // Clicks and the wheel come to the console; shift-drag still selects text.
+    let _ = crossterm::execute!(io::stdout(), crossterm::event::EnableMouseCapture);
     let result = event_loop(&mut terminal, console, app).await;
+    let _ = crossterm::execute!(io::stdout(), crossterm::event::DisableMouseCapture);
     ratatui::restore();
     result
 }
@@ -92,6 +95,7 @@ where
                         }
                     }
                 }
+                Some(Ok(Event::Mouse(m))) => app.on_mouse(m),
                 Some(Ok(Event::Resize(_, _))) => {
                     terminal.autoresize().map_err(Into::into)?;
                     app.mark_dirty();
