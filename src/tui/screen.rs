@@ -1,4 +1,4 @@
-//! Owning the terminal: raw mode and the alternate screen on the way in, and exactly one
+//! Owning the terminal: raw mode, the alternate screen and mouse capture on the way in, and exactly one
 //! way back out, whichever comes first — the screen closing, a signal, or a panic on any
 //! thread. Leaving twice would be harmful, not just redundant: leaving the alternate
 //! screen restores the cursor saved on entry, so a second leave moves the cursor back
@@ -8,6 +8,7 @@ use std::io::{self, stdout};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, Once};
 
+use crossterm::event::{DisableMouseCapture, EnableMouseCapture};
 use crossterm::execute;
 use crossterm::terminal::{
     EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
@@ -29,7 +30,8 @@ pub fn enter() -> io::Result<DefaultTerminal> {
     install_panic_hook();
     enable_raw_mode()?;
     ACTIVE.store(true, Ordering::SeqCst);
-    execute!(stdout(), EnterAlternateScreen)?;
+    // Clicks and the wheel come to the console; shift-drag still selects text.
+    execute!(stdout(), EnterAlternateScreen, EnableMouseCapture)?;
     Terminal::new(CrosstermBackend::new(stdout()))
 }
 
@@ -40,7 +42,7 @@ pub fn leave() {
     }
     // Raw mode first: it has more side effects than the alternate screen.
     let raw = disable_raw_mode();
-    let screen = execute!(stdout(), LeaveAlternateScreen);
+    let screen = execute!(stdout(), DisableMouseCapture, LeaveAlternateScreen);
     if let Err(e) = raw.and(screen) {
         eprintln!("karpenter-tui: could not restore the terminal: {e}");
     }

@@ -244,6 +244,7 @@ where
                         }
                     }
                 }
+                Some(Ok(Event::Mouse(m))) => app.on_mouse(m),
                 Some(Ok(Event::Resize(_, _))) => {
                     terminal.autoresize().map_err(io::Error::other)?;
                     app.mark_dirty();

@@ -462,3 +462,313 @@ async fn tiny_and_odd_terminal_sizes_draw_without_panicking() {
         app.mode = Mode::Normal;
     }
 }
+
+// ---- The overview's graphs and budget-aware queue, and the mouse (issue 18) ----
+
+mod overview_queue_mouse {
+    use std::collections::{BTreeMap, HashSet};
+    use std::sync::Arc;
+
+    use chrono::{TimeDelta, TimeZone, Utc};
+    use crossterm::event::{KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
+
+    use super::screen;
+    use crate::api::nodepool::{Budget, NodePool};
+    use crate::control::approvals::{Decision, Policy};
+    use crate::control::controller::Snapshot;
+    use crate::control::controller::trends::minute_of;
+    use crate::engine::catalog::CapacityType;
+    use crate::engine::disruption::fixture::{Fixture, instance_type};
+    use crate::engine::disruption::{CandidateSummary, Command, Method, Reason, evaluate_budgets};
+    use crate::tui::app::{Mode, WHEEL_ROWS};
+    use crate::tui::frame;
+    use crate::tui::theme::Theme;
+    use crate::tui::views::View;
+    use crate::tui::views::overview::Data;
+    use crate::tui::views::queue::Queue;
+
+    /// A pool "general" with one budget of `budget` nodes and `decisions` nodes, each
+    /// in its own waiting consolidation decision saving $0.40/h, as the controller
+    /// publishes them (budgets evaluated with the waiting nodes reserved).
+    fn queued(budget: &str, decisions: usize) -> Arc<Snapshot> {
+        let now = Utc.with_ymd_and_hms(2026, 1, 5, 9, 0, 0).unwrap();
+        let mut f = Fixture::new(vec![instance_type("m", 4, 16, 0.40, None)], now);
+        let mut pool = NodePool::unconstrained("general");
+        pool.spec.disruption.budgets = vec![Budget {
+            nodes: budget.into(),
+            schedule: None,
+            duration: None,
+            reasons: vec![],
+        }];
+        f.pool(pool);
+        for i in 0..decisions {
+            f.node(
+                &format!("node-{i}"),
+                "general",
+                "m",
+                CapacityType::OnDemand,
+                TimeDelta::hours(2),
+            );
+        }
+        let state = f.state;
+        let mut s = Snapshot::empty(now);
+        s.pending = state
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| Decision {
+                id: i as u64 + 1,
+                command: Command {
+                    method: Method::SingleNodeConsolidation,
+                    reason: Reason::Underutilized,
+                    candidates: vec![CandidateSummary::of(n, vec![])],
+                    replacements: vec![],
+                    savings_per_hour: 0.4,
+                    budget: BTreeMap::from([("general".to_string(), 1)]),
+                },
+                proposed_at: now,
+                policy: Policy::Manual,
+            })
+            .collect();
+        let reserved: HashSet<String> = state.nodes.iter().map(|n| n.nodeclaim.clone()).collect();
+        s.budgets = evaluate_budgets(&state, now, &reserved);
+        s.state = Arc::new(state);
+        Arc::new(s)
+    }
+
+    fn lines_with<'a>(text: &'a str, needles: &[&str]) -> Vec<&'a str> {
+        text.lines()
+            .filter(|l| needles.iter().all(|n| l.contains(n)))
+            .collect()
+    }
+
+    #[test]
+    fn a_budget_of_one_lets_one_of_three_decisions_run() {
+        let s = queued("1", 3);
+        let q = Queue::build(&s);
+        let lanes: Vec<_> = q.lanes_of("general").collect();
+        assert_eq!(lanes.len(), 1, "{lanes:?}");
+        assert_eq!(lanes[0].figures(), "allowed 1 · in flight 0 · waiting 3");
+        assert_eq!(lanes[0].over, 2);
+        assert_eq!(
+            [q.fits(1), q.fits(2), q.fits(3)],
+            [true, false, false],
+            "the oldest runs, the two behind it do not fit"
+        );
+        assert_eq!(
+            q.state(&s.pending[2]).0,
+            "over budget (general allows 1 Underutilized)"
+        );
+        // "To save" counts only the decision that can run.
+        let d = Data::build(&s);
+        assert!(
+            (d.savings_runnable - 0.4).abs() < 1e-9,
+            "{}",
+            d.savings_runnable
+        );
+        assert!((d.savings_waiting - 1.2).abs() < 1e-9);
+        assert_eq!(d.over_budget, 2);
+
+        let mut app = frame::app(s, Theme::default(), false);
+        let text = frame::text(&frame::draw(&mut app, 160, 45));
+        assert_eq!(
+            lines_with(
+                &text,
+                &[
+                    "Underutilized",
+                    "allowed 1 · in flight 0 · waiting 3 · 2 over budget"
+                ]
+            )
+            .len(),
+            1,
+            "{text}"
+        );
+        assert!(text.contains("to save     $0.400/h can run"), "{text}");
+        assert!(text.contains("of $1.200/h waiting"), "{text}");
+        assert_eq!(
+            lines_with(&text, &["│  #1 awaiting approval"]).len(),
+            1,
+            "{text}"
+        );
+        for id in ["│  #2 over budget", "│  #3 over budget"] {
+            assert_eq!(lines_with(&text, &[id]).len(), 1, "{text}");
+        }
+        // The strip names every node about to go, and why.
+        assert_eq!(
+            lines_with(&text, &["general", "■■■ 3/3"]).len(),
+            1,
+            "{text}"
+        );
+        assert_eq!(
+            lines_with(&text, &["node-1", "Underutilized #2 over budget"]).len(),
+            1,
+            "{text}"
+        );
+        insta::assert_snapshot!(
+            "overview_queue_120x30",
+            frame::text(&frame::draw(&mut app, 120, 30))
+        );
+    }
+
+    #[test]
+    fn the_waiting_list_says_how_many_it_does_not_show() {
+        let s = queued("100%", 15);
+        let mut app = frame::app(s, Theme::default(), false);
+        for (w, h) in [(80, 24), (120, 30), (160, 45)] {
+            let text = frame::text(&frame::draw(&mut app, w, h));
+            let shown = lines_with(&text, &["│  #"]).len();
+            let more = text
+                .lines()
+                .find_map(|l| {
+                    let rest = l.split("+").nth(1)?;
+                    rest.split(" more").next()?.parse::<usize>().ok()
+                })
+                .unwrap_or_else(|| panic!("no \"+N more\" at {w}x{h}:\n{text}"));
+            assert!(shown >= 1, "{w}x{h}:\n{text}");
+            assert_eq!(shown + more, 15, "{w}x{h}:\n{text}");
+        }
+    }
+
+    #[tokio::test]
+    async fn the_controller_keeps_the_last_hour_a_minute_a_sample() {
+        let snap = frame::demo_snapshot(std::time::Duration::from_secs(8 * 60))
+            .await
+            .unwrap();
+        let t = &snap.trends;
+        let minutes: Vec<_> = t.samples().map(|s| s.minute).collect();
+        assert!(minutes.len() >= 8 && minutes.len() <= 60, "{minutes:?}");
+        for w in minutes.windows(2) {
+            assert_eq!(w[1] - w[0], TimeDelta::minutes(1), "{minutes:?}");
+        }
+        assert_eq!(minutes.last(), Some(&minute_of(snap.at)));
+        assert!(
+            t.samples().any(|s| s.pending_pods > 0),
+            "pods waited in the demo"
+        );
+        assert!(
+            t.samples().map(|s| s.disruptions).sum::<usize>() >= 1,
+            "the demo approves a decision"
+        );
+        assert!(t.samples().all(|s| s.cost_per_hour > 0.0));
+        assert!(t.latest().unwrap().pool_nodes("general") >= 1);
+    }
+
+    #[tokio::test]
+    async fn the_overview_draws_the_last_hour() {
+        let snap = frame::demo_snapshot(std::time::Duration::from_secs(8 * 60))
+            .await
+            .unwrap();
+        let mut app = frame::app(snap, Theme::default(), false);
+        for (w, h) in [(160, 45), (120, 30), (80, 24)] {
+            let text = frame::text(&frame::draw(&mut app, w, h));
+            for title in ["Cost $", "Nodes ", "Pending pods ", "Disruptions "] {
+                assert!(text.contains(title), "{title} at {w}x{h}:\n{text}");
+            }
+            // Lines of the charts are Braille, bars are blocks.
+            assert!(text.contains(|c: char| ('\u{2801}'..='\u{28ff}').contains(&c)));
+            assert!(text.contains(['█', '▇', '▆', '▅', '▄', '▃', '▂', '▁']));
+            insta::assert_snapshot!(format!("overview_graphs_{w}x{h}"), text);
+        }
+    }
+
+    fn mouse(kind: MouseEventKind, column: u16, row: u16) -> MouseEvent {
+        MouseEvent {
+            kind,
+            column,
+            row,
+            modifiers: KeyModifiers::NONE,
+        }
+    }
+
+    fn click(column: u16, row: u16) -> MouseEvent {
+        mouse(MouseEventKind::Down(MouseButton::Left), column, row)
+    }
+
+    #[tokio::test]
+    async fn the_mouse_clicks_tabs_and_rows_and_the_wheel_scrolls() {
+        let snap = frame::demo_snapshot(frame::DEMO_AT).await.unwrap();
+        let mut app = frame::app(snap, Theme::default(), false);
+        let text = screen(&mut app);
+        let tabs = text.lines().nth(1).unwrap();
+        let x = tabs.find("3 Nodes").expect("the tab is drawn") as u16;
+        app.on_mouse(click(x + 3, 1));
+        assert_eq!(app.view, View::Nodes);
+        // Clicking between tabs or on the header does nothing.
+        app.on_mouse(click(0, 0));
+        assert_eq!(app.view, View::Nodes);
+
+        let text = screen(&mut app);
+        let fourth = app.tables.nodes.visible().nth(3).unwrap().clone();
+        let y = text
+            .lines()
+            .position(|l| l.contains(&fourth.cells[0].text))
+            .expect("the fourth row is drawn") as u16;
+        app.on_mouse(click(10, y));
+        assert_eq!(app.tables.nodes.selected_row().unwrap().id, fourth.id);
+        assert_eq!(app.mode, Mode::Normal, "a first click only selects");
+
+        let rows = app.tables.nodes.len();
+        app.on_mouse(mouse(MouseEventKind::ScrollDown, 10, y));
+        let down = (3 + WHEEL_ROWS as usize).min(rows - 1);
+        assert!(down > 3, "{rows} rows");
+        assert_eq!(app.tables.nodes.selected_index(), down);
+        app.on_mouse(mouse(MouseEventKind::ScrollUp, 10, y));
+        assert_eq!(
+            app.tables.nodes.selected_index(),
+            down - WHEEL_ROWS as usize
+        );
+        // Back on the fourth row (a click selects it, unless the wheel left it there).
+        app.on_mouse(click(10, y));
+
+        // A click on the selected row (the second click of a double click) opens it.
+        screen(&mut app);
+        app.on_mouse(click(10, y));
+        let Mode::Details(d) = &app.mode else {
+            panic!("details expected, got {:?}", app.mode)
+        };
+        assert!(d.title.contains(&fourth.cells[0].text), "{}", d.title);
+        let last = d.lines.len().saturating_sub(1) as u16;
+        screen(&mut app);
+        app.on_mouse(mouse(MouseEventKind::ScrollDown, 10, y));
+        let Mode::Details(d) = &app.mode else {
+            panic!()
+        };
+        assert_eq!(
+            d.scroll,
+            (WHEEL_ROWS as u16).min(last),
+            "the wheel scrolls the popup"
+        );
+        // Pointer motion changes nothing and asks for no frame.
+        app.drawn();
+        app.on_mouse(mouse(MouseEventKind::Moved, 20, 20));
+        assert!(!app.dirty());
+        // A click outside the popup closes it.
+        app.on_mouse(click(0, 3));
+        assert_eq!(app.mode, Mode::Normal);
+    }
+
+    #[tokio::test]
+    async fn approve_all_names_the_pools_and_nodes_it_touches() {
+        let snap = frame::demo_snapshot(frame::DEMO_AT).await.unwrap();
+        let names: Vec<String> = snap
+            .pending
+            .iter()
+            .flat_map(|d| d.command.node_names().map(str::to_string))
+            .collect();
+        let mut pools: Vec<String> = snap
+            .pending
+            .iter()
+            .flat_map(|d| d.command.candidates.iter().map(|c| c.nodepool.clone()))
+            .collect();
+        pools.dedup();
+        let mut app = frame::app(snap, Theme::default(), false);
+        app.show(View::Disruption);
+        super::press(&mut app, "A");
+        let Mode::Confirm(c) = &app.mode else {
+            panic!("{:?}", app.mode)
+        };
+        for n in names.iter().chain(&pools) {
+            assert!(c.prompt.contains(n.as_str()), "{n} missing in {}", c.prompt);
+        }
+    }
+}

@@ -7,7 +7,7 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
-use crate::tui::app::{App, Mode};
+use crate::tui::app::{App, Mode, Regions};
 use crate::tui::format;
 use crate::tui::views::{self, View};
 use crate::tui::widgets::popup::centered;
@@ -24,6 +24,11 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
         Constraint::Length(1),
     ])
     .areas(area);
+    app.regions = Regions {
+        tabs,
+        body,
+        popup: None,
+    };
     draw_header(frame, header, app);
     draw_tabs(frame, tabs, app);
     views::render(frame, body, app);
@@ -36,6 +41,7 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
                 body.height.saturating_sub(2).max(5),
             );
             frame.render_widget(Clear, r);
+            app.regions.popup = Some(r);
             let lines: Vec<Line> = d
                 .lines
                 .iter()
@@ -135,23 +141,34 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App) {
     frame.render_widget(Paragraph::new(Line::from(spans)).style(s.header), area);
 }
 
+/// Each tab's view and text, in order; a space separates tabs. The mouse finds the tab
+/// under a click from the same text (`App::on_mouse`).
+pub fn tab_labels(app: &App) -> Vec<(View, String)> {
+    let snap = &app.snapshot;
+    View::ALL
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let badge = match v {
+                View::Disruption if !snap.pending.is_empty() => {
+                    format!(" ({})", snap.pending.len())
+                }
+                View::Pending if app.figures.pending_pods > 0 => {
+                    format!(" ({})", app.figures.pending_pods)
+                }
+                _ => String::new(),
+            };
+            (*v, format!(" {} {}{} ", i + 1, v.title(), badge))
+        })
+        .collect()
+}
+
 fn draw_tabs(frame: &mut Frame, area: Rect, app: &App) {
     let s = &app.theme.styles;
-    let snap = &app.snapshot;
     let mut spans = Vec::new();
-    for (i, v) in View::ALL.iter().enumerate() {
-        let badge = match v {
-            View::Disruption if !snap.pending.is_empty() => format!(" ({})", snap.pending.len()),
-            View::Pending if app.figures.pending_pods > 0 => {
-                format!(" ({})", app.figures.pending_pods)
-            }
-            _ => String::new(),
-        };
-        let style = if *v == app.view { s.tab_active } else { s.tab };
-        spans.push(Span::styled(
-            format!(" {} {}{} ", i + 1, v.title(), badge),
-            style,
-        ));
+    for (v, label) in tab_labels(app) {
+        let style = if v == app.view { s.tab_active } else { s.tab };
+        spans.push(Span::styled(label, style));
         spans.push(Span::styled(" ", s.tab));
     }
     frame.render_widget(Paragraph::new(Line::from(spans)).style(s.tab), area);

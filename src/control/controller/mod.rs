@@ -41,6 +41,7 @@ mod snapshot;
 mod static_pools;
 mod status;
 mod termination;
+pub mod trends;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
@@ -145,6 +146,10 @@ pub struct Controller<C: Cluster, P: CloudProvider> {
     observe: bool,
     /// When the metrics' scrape-time gauges last got the state.
     state_shared: Option<DateTime<Utc>>,
+    /// The last hour, a sample a minute, for the console's graphs (see `snapshot.rs`).
+    trends: trends::Trends,
+    /// Commands already counted as started in `trends`.
+    trend_seen: trends::SeenCommands,
 }
 
 /// Totals for the run summary: the churn a run caused and what it cost.
@@ -215,6 +220,8 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             stats: Stats::default(),
             observe: false,
             state_shared: None,
+            trends: trends::Trends::default(),
+            trend_seen: trends::SeenCommands::default(),
         }
     }
 

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 
 use super::Controller;
+use super::trends::{self, Reading, Trends};
 use crate::cloud::CloudProvider;
 use crate::cluster::Cluster;
 use crate::control::approvals::{Decision, Scope};
@@ -47,6 +48,8 @@ pub struct Snapshot {
     /// Pending pods the last provisioning round could not place, with the scheduler's
     /// reason.
     pub unschedulable: HashMap<PodKey, String>,
+    /// The last hour, one sample a minute: what the overview's graphs draw.
+    pub trends: Trends,
 }
 
 impl Snapshot {
@@ -66,6 +69,7 @@ impl Snapshot {
             history: Vec::new(),
             nominated: HashMap::new(),
             unschedulable: HashMap::new(),
+            trends: Trends::default(),
         }
     }
 }
@@ -90,16 +94,64 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             history: d.history.iter().cloned().collect(),
             nominated: self.nominated.clone(),
             unschedulable: self.unschedulable.clone(),
+            trends: self.trends.clone(),
         }
     }
 
-    /// Publishes a snapshot if something changed since the last one and anyone listens.
-    pub(super) fn publish(&mut self, _now: DateTime<Utc>) {
-        if self.snapshot_tx.receiver_count() == 0 || self.published == self.changes {
+    /// Publishes a snapshot if something changed since the last one and anyone listens,
+    /// and once a minute of cluster time even if nothing did, so the graphs move on.
+    pub(super) fn publish(&mut self, now: DateTime<Utc>) {
+        if self.snapshot_tx.receiver_count() == 0 {
             return;
         }
+        let minute_over = self
+            .trends
+            .latest()
+            .is_none_or(|s| trends::minute_of(now) > s.minute);
+        if self.published == self.changes && !minute_over {
+            return;
+        }
+        self.record_trends(now);
         self.published = self.changes;
         let s = Arc::new(self.snapshot());
         self.snapshot_tx.send_replace(s);
+    }
+
+    /// Adds this moment to the last hour's trends: what the nodes cost, nodes per pool,
+    /// pods pending, commands started since the last reading.
+    fn record_trends(&mut self, now: DateTime<Utc>) {
+        let mut pools: BTreeMap<&str, usize> = self
+            .state
+            .nodepools
+            .keys()
+            .map(|p| (p.as_str(), 0))
+            .collect();
+        let mut cost = 0.0;
+        for n in &self.state.nodes {
+            cost += n.price;
+            if !n.deleting {
+                *pools.entry(n.nodepool.as_str()).or_default() += 1;
+            }
+        }
+        let pending_pods = self
+            .state
+            .pods
+            .iter()
+            .filter(|p| p.node_name.is_none() && !p.is_terminal() && p.deleting.is_none())
+            .count();
+        let orchestrator = &self.disruption.orchestrator;
+        let ids = orchestrator
+            .running()
+            .iter()
+            .chain(orchestrator.finished())
+            .map(|e| e.id);
+        let started = self.trend_seen.count_new(ids);
+        let reading = Reading {
+            cost_per_hour: cost,
+            nodes: pools.into_iter().map(|(p, n)| (p.to_string(), n)).collect(),
+            pending_pods,
+            started,
+        };
+        self.trends.record(now, reading);
     }
 }

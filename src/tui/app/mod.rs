@@ -5,8 +5,11 @@
 //! mode and asks for confirmation (operator.rs); the filter box, `:` commands,
 //! confirmations and the details popup take keys in prompts.rs.
 
+mod mouse;
 mod operator;
 mod prompts;
+
+pub use mouse::{Regions, WHEEL_ROWS};
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -145,6 +148,8 @@ pub struct App {
     pub in_flight: usize,
     /// Header and tab figures, computed once per snapshot.
     pub figures: Figures,
+    /// Where the last frame drew what the mouse can click.
+    pub regions: Regions,
 }
 
 /// What the header and tabs show, from one snapshot.
@@ -201,6 +206,7 @@ impl App {
             dirty: true,
             in_flight: 0,
             figures: Figures::default(),
+            regions: Regions::default(),
         };
         app.figures = Figures::of(&app.snapshot);
         app.refresh();

@@ -101,17 +101,42 @@ impl App {
             self.warn("no decisions to approve".into());
             return Vec::new();
         }
-        let nodes: usize = ids
+        // Name what it touches: the pools, and the nodes (the first few, then a count).
+        let candidates: Vec<_> = ids
             .iter()
             .filter_map(|id| self.snapshot.pending.iter().find(|d| d.id == *id))
-            .map(|d| d.command.candidates.len())
-            .sum();
+            .flat_map(|d| d.command.candidates.iter())
+            .collect();
+        let nodes = candidates.len();
+        let mut pools: Vec<&str> = candidates.iter().map(|c| c.nodepool.as_str()).collect();
+        pools.sort_unstable();
+        pools.dedup();
+        const NAMED: usize = 6;
+        let mut names: Vec<&str> = candidates
+            .iter()
+            .take(NAMED)
+            .map(|c| c.node.as_str())
+            .collect();
+        let more = format!("+{} more", nodes.saturating_sub(NAMED));
+        if nodes > NAMED {
+            names.push(&more);
+        }
         let prompt = format!(
-            "Approve all {} visible decision{}, disrupting {nodes} node{}?",
+            "Approve all {} visible decision{}, disrupting {nodes} node{} of nodepool{} {}: {}?",
             ids.len(),
             if ids.len() == 1 { "" } else { "s" },
             if nodes == 1 { "" } else { "s" },
+            if pools.len() == 1 { "" } else { "s" },
+            pools.join(", "),
+            names.join(", "),
         );
+        let queue = views::queue::Queue::build(&self.snapshot);
+        let over = ids.iter().filter(|id| !queue.fits(**id)).count();
+        let prompt = if over > 0 {
+            format!("{prompt} ({over} would not run now: budget or pause)")
+        } else {
+            prompt
+        };
         self.dangerous(Action::ApproveAll, Request::Approve { ids }, prompt)
     }
 

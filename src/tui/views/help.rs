@@ -15,7 +15,38 @@ pub const COLUMNS: &[Column] = &[
     col("", Constraint::Length(10)),
 ];
 
+/// What the mouse does, after the keys (the mouse is not rebindable).
+const MOUSE: &[(&str, &str, &str)] = &[
+    ("click tab", "view", "show that view"),
+    (
+        "click row",
+        "select",
+        "select the row; click it again (or double-click) for its details",
+    ),
+    (
+        "wheel",
+        "scroll",
+        "move through the table, or scroll the details popup",
+    ),
+    (
+        "shift-drag",
+        "select text",
+        "the terminal selects text as usual (option-drag in iTerm2)",
+    ),
+];
+
 pub fn rows(keymap: &Keymap) -> Vec<Row> {
+    let mouse = MOUSE.iter().map(|(keys, name, what)| {
+        Row::new(
+            format!("mouse/{name}"),
+            vec![
+                Cell::text(*keys).tone(Tone::Warn),
+                Cell::text(*name),
+                Cell::text(*what),
+                Cell::text("mouse").tone(Tone::Muted),
+            ],
+        )
+    });
     Action::ALL
         .iter()
         .map(|a| {
@@ -34,6 +65,7 @@ pub fn rows(keymap: &Keymap) -> Vec<Row> {
                 ],
             )
         })
+        .chain(mouse)
         .collect()
 }
 

@@ -10,6 +10,8 @@ pub mod nodepools;
 pub mod nodes;
 pub mod overview;
 pub mod pending;
+pub mod queue;
+pub mod trends;
 
 use ratatui::Frame;
 use ratatui::layout::Rect;

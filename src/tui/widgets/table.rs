@@ -237,6 +237,8 @@ pub struct TableView {
     filter: Option<Filter>,
     /// Rows on screen at the last draw (for paging).
     page: usize,
+    /// Where the rows (under the header) were drawn at the last draw, for the mouse.
+    rows_area: Rect,
 }
 
 impl TableView {
@@ -403,6 +405,11 @@ impl TableView {
         frame.render_widget(block, area);
         let body = inner.height.saturating_sub(1) as usize;
         self.page = body;
+        self.rows_area = Rect {
+            y: inner.y.saturating_add(1),
+            height: inner.height.saturating_sub(1),
+            ..inner
+        };
         if self.selected < self.offset {
             self.offset = self.selected;
         } else if body > 0 && self.selected >= self.offset + body {
@@ -465,6 +472,29 @@ impl TableView {
             state.select(Some(self.selected - self.offset));
         }
         frame.render_stateful_widget(table, inner, &mut state);
+    }
+}
+
+/// The mouse: which row a click lands on, as of the last draw.
+impl TableView {
+    /// The position (in display order) of the row drawn at column `x`, line `y`.
+    pub fn row_at(&self, x: u16, y: u16) -> Option<usize> {
+        let a = self.rows_area;
+        if x < a.x || x >= a.x + a.width || y < a.y || y >= a.y + a.height {
+            return None;
+        }
+        let i = self.offset + (y - a.y) as usize;
+        (i < self.order.len()).then_some(i)
+    }
+
+    /// The selected row's position in display order.
+    pub fn selected_index(&self) -> usize {
+        self.selected
+    }
+
+    /// Selects the row at a position in display order (clamped to the rows shown).
+    pub fn select_index(&mut self, i: usize) {
+        self.selected = i.min(self.order.len().saturating_sub(1));
     }
 }
 
