@@ -48,7 +48,10 @@ pub fn prepare(opts: &Options) -> Prepared {
         .or_else(|| loaded.file.theme.clone())
         .unwrap_or_else(|| theme::DEFAULT.to_string());
     let theme = match Theme::load(&wanted, loaded.themes_dir.as_deref()) {
-        Ok(t) => t,
+        Ok((t, problems)) => {
+            warnings.extend(problems.iter().map(|p| p.to_string()));
+            t
+        }
         Err(e) => {
             warnings.push(format!("{e}; using the {} theme", theme::DEFAULT));
             Theme::default()
@@ -169,10 +172,12 @@ fn defaults(theme: &Theme) -> (Color, Color) {
     )
 }
 
-/// Renders a view of the demo at `at` into `out` (.svg or .png).
+/// Renders a view of the demo at `at` into `out` (.svg or .png), with the theme, keymap
+/// (for the footer and help) and settings the console would use under `opts`. A
+/// screenshot is a record, so it is strict: any mistake in those files fails it, listed.
 pub async fn screenshot(
     view: &str,
-    theme_name: Option<&str>,
+    opts: &Options,
     size: &str,
     at: Option<Duration>,
     out: &Path,
@@ -184,13 +189,15 @@ pub async fn screenshot(
         )
     })?;
     let (w, h) = parse_size(size)?;
-    let theme = Theme::load(
-        theme_name.unwrap_or(theme::DEFAULT),
-        config::config_dir().map(|d| d.join("themes")).as_deref(),
-    )
-    .map_err(|e| e.to_string())?;
+    let p = prepare(opts);
+    if !p.warnings.is_empty() {
+        return Err(p.warnings.join("\n"));
+    }
+    let theme = p.theme;
     let snapshot = frame::demo_snapshot(at.unwrap_or_else(|| frame::moment(view))).await?;
-    let mut app = frame::app(Arc::clone(&snapshot), theme.clone(), false);
+    let mut app = frame::app(Arc::clone(&snapshot), theme.clone(), opts.read_only);
+    app.keymap = p.keymap;
+    app.settings = p.settings;
     app.source.actor = "console:screenshot".into();
     app.show(view);
     let buffer = frame::draw(&mut app, w, h);
@@ -221,19 +228,40 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_bad_theme_file_is_named_and_the_default_is_used() {
+    fn a_bad_theme_colour_is_named_and_only_that_colour_falls_back() {
         let dir = tempfile::tempdir().unwrap();
         let bad = dir.path().join("mine.toml");
-        std::fs::write(&bad, "[styles]\nselected = { bg = \"#12345\" }\n").unwrap();
+        std::fs::write(
+            &bad,
+            "[styles]\nheader = { fg = \"red\" }\nselected = { bg = \"#12345\", bold = true }\n",
+        )
+        .unwrap();
         let p = prepare(&Options {
             theme: Some(bad.display().to_string()),
             config: Some(dir.path().join("none.toml")),
             ..Default::default()
         });
-        assert_eq!(p.theme, Theme::default());
+        let dark = Theme::default();
+        assert_eq!(
+            p.theme.styles.header.fg,
+            Some(Color::Red),
+            "the good slot is kept"
+        );
+        assert_eq!(p.theme.styles.selected.bg, dark.styles.selected.bg);
+        assert!(
+            p.theme
+                .styles
+                .selected
+                .add_modifier
+                .contains(ratatui::style::Modifier::BOLD),
+            "the rest of the bad slot is kept"
+        );
         let w = p.warnings.join("\n");
         assert!(
-            w.contains("styles.selected.bg = \"#12345\"") && w.contains("using the dark theme"),
+            w.contains(&format!(
+                "theme {} line 3: styles.selected.bg: \"#12345\" is not a colour",
+                bad.display()
+            )),
             "{w}"
         );
     }

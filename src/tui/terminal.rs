@@ -2,12 +2,16 @@
 //! snapshot channel, a 1 s tick and the answers to requests: each wake-up applies what
 //! arrived and marks the app dirty; a frame is drawn only when something changed, and at
 //! most every 16 ms however fast snapshots arrive. Every way out (quit, error, SIGTERM,
-//! panic) restores the terminal.
+//! panic) restores the terminal. Pastes arrive bracketed (as one `Event::Paste`, never
+//! as keys), and whatever was typed before the first frame is dropped: nobody can mean
+//! a key they pressed before seeing what it would act on.
 
 use std::io;
 use std::time::{Duration, Instant};
 
-use crossterm::event::{Event, EventStream, KeyEventKind};
+use crossterm::event::{
+    DisableBracketedPaste, EnableBracketedPaste, Event, EventStream, KeyEventKind,
+};
 use futures_util::StreamExt;
 use ratatui::Terminal;
 use ratatui::backend::Backend;
@@ -33,9 +37,27 @@ pub async fn run(console: Console, app: App) -> io::Result<LoopStats> {
     // ratatui::init enables raw mode and the alternate screen and installs a panic hook
     // that restores the terminal before the panic message prints.
     let mut terminal = ratatui::init();
+    // Best effort: a terminal without bracketed paste sends pastes as keys, as before.
+    let _ = crossterm::execute!(io::stdout(), EnableBracketedPaste);
     let result = event_loop(&mut terminal, console, app).await;
+    let _ = crossterm::execute!(io::stdout(), DisableBracketedPaste);
     ratatui::restore();
     result
+}
+
+/// Drops every terminal event already queued (keys typed, or pasted, while the console
+/// was starting). Called once, right after the first frame, before the key stream is
+/// first polled, so nothing else reads the terminal at the same time.
+fn discard_pending_input() -> io::Result<()> {
+    let mut dropped = 0usize;
+    while crossterm::event::poll(Duration::ZERO)? {
+        let _ = crossterm::event::read()?;
+        dropped += 1;
+    }
+    if dropped > 0 {
+        tracing::info!("dropped {dropped} key(s) typed before the console was on screen");
+    }
+    Ok(())
 }
 
 async fn event_loop<B: Backend>(
@@ -54,6 +76,7 @@ where
     let (reply_tx, mut replies) = mpsc::unbounded_channel::<Reply>();
     let mut snapshots_open = true;
     let mut last_draw: Option<Instant> = None;
+    let mut drained = false;
     #[cfg(unix)]
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
 
@@ -67,6 +90,10 @@ where
                 app.drawn();
                 stats.frames += 1;
                 last_draw = Some(Instant::now());
+                if !drained {
+                    drained = true;
+                    discard_pending_input()?;
+                }
             }
         }
         let draw_at = last_draw.map(|t| t + FRAME).unwrap_or_else(Instant::now);
@@ -92,6 +119,7 @@ where
                         }
                     }
                 }
+                Some(Ok(Event::Paste(text))) => app.on_paste(&text),
                 Some(Ok(Event::Resize(_, _))) => {
                     terminal.autoresize().map_err(Into::into)?;
                     app.mark_dirty();
