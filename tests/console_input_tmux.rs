@@ -109,7 +109,7 @@ fn a_paste_into_the_filter_prompt_approves_nothing() {
 fn keys_typed_before_the_first_frame_are_discarded() {
     let dir = tempfile::tempdir().unwrap();
     // The console starts a second after the shell: the keys are already waiting.
-    let tmux = console(dir.path(), "sleep 1; ", "");
+    let tmux = console(dir.path(), "sleep 1; KARPENTER_TUI_LOG=info ", "");
     tmux.keys("5Ayp");
     tmux.key("Enter");
     tmux.keys("y");
@@ -123,9 +123,15 @@ fn keys_typed_before_the_first_frame_are_discarded() {
     assert!(!screen.contains("Confirm"), "{screen}");
     tmux.keys("q");
     let screen = tmux.wait_for("the exit", Duration::from_secs(15), |s| s.contains("EXIT="));
-    // Only the q was taken as a key.
+    // Only the q was taken as a key; the others reached the console and were dropped.
     assert!(screen.contains("and 1 keys"), "{screen}");
     assert!(screen.contains("EXIT=0"), "{screen}");
+    let log = std::fs::read_to_string(dir.path().join("state/karpenter-tui/console.log"))
+        .unwrap_or_default();
+    assert!(
+        log.contains("typed before the console was on screen"),
+        "the early keys never reached the console, so this test proves nothing:\n{log}"
+    );
 }
 
 /// What was seen: `x` asked nothing; two presses 0.4 s apart rejected two decisions.

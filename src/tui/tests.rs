@@ -618,3 +618,30 @@ async fn a_pause_reason_typed_in_the_popup_reaches_the_journal_and_the_event() {
             .collect::<Vec<_>>()
     );
 }
+
+/// What was seen: the built-in demo printed an Error by itself at 08:30 ("approve: no
+/// pending decision"): its scripted operator found nothing waiting. Under every approval
+/// mode the console offers, the demo's timeline runs without an error.
+#[tokio::test]
+async fn the_builtin_demo_never_errors_by_itself() {
+    use crate::cluster::scenario;
+    use crate::control::events::EventKind;
+    use crate::simulation::{Options, Pace, Simulation};
+    let demo = scenario::parse("demo", scenario::DEMO).unwrap();
+    for approval in [None, Some("manual"), Some("auto")] {
+        let opts = Options {
+            approval: approval.map(|a| vec![a.to_string()]),
+            ..Options::default()
+        };
+        let mut sim = Simulation::new(&demo, &opts, Pace::Virtual).unwrap();
+        let until = sim.start() + chrono::TimeDelta::minutes(10);
+        let mut errors = Vec::new();
+        sim.run_until(until, |e| {
+            if let EventKind::Error { message } = &e.kind {
+                errors.push(format!("{:.0}s: {message}", e.t));
+            }
+        })
+        .await;
+        assert!(errors.is_empty(), "approval {approval:?}: {errors:#?}");
+    }
+}
