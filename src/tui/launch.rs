@@ -172,6 +172,22 @@ fn defaults(theme: &Theme) -> (Color, Color) {
     )
 }
 
+/// The console a screenshot draws: the demo at `at` (default: the view's moment) with
+/// the theme, keymap and settings `opts` and the config directory give.
+async fn screenshot_app(view: View, opts: &Options, at: Option<Duration>) -> Result<App, String> {
+    let p = prepare(opts);
+    if !p.warnings.is_empty() {
+        return Err(p.warnings.join("\n"));
+    }
+    let snapshot = frame::demo_snapshot(at.unwrap_or_else(|| frame::moment(view))).await?;
+    let mut app = frame::app(Arc::clone(&snapshot), p.theme, opts.read_only);
+    app.keymap = p.keymap;
+    app.settings = p.settings;
+    app.source.actor = "console:screenshot".into();
+    app.show(view);
+    Ok(app)
+}
+
 /// Renders a view of the demo at `at` into `out` (.svg or .png), with the theme, keymap
 /// (for the footer and help) and settings the console would use under `opts`. A
 /// screenshot is a record, so it is strict: any mistake in those files fails it, listed.
@@ -189,19 +205,9 @@ pub async fn screenshot(
         )
     })?;
     let (w, h) = parse_size(size)?;
-    let p = prepare(opts);
-    if !p.warnings.is_empty() {
-        return Err(p.warnings.join("\n"));
-    }
-    let theme = p.theme;
-    let snapshot = frame::demo_snapshot(at.unwrap_or_else(|| frame::moment(view))).await?;
-    let mut app = frame::app(Arc::clone(&snapshot), theme.clone(), opts.read_only);
-    app.keymap = p.keymap;
-    app.settings = p.settings;
-    app.source.actor = "console:screenshot".into();
-    app.show(view);
+    let mut app = screenshot_app(view, opts, at).await?;
     let buffer = frame::draw(&mut app, w, h);
-    let (fg, bg) = defaults(&theme);
+    let (fg, bg) = defaults(&app.theme);
     let svg = screenshot::to_svg(&buffer, fg, bg);
     let ext = out
         .extension()
@@ -264,6 +270,43 @@ mod tests {
             )),
             "{w}"
         );
+    }
+
+    /// What was seen: `screenshot` ignored --config and --keymap.
+    #[tokio::test]
+    async fn a_screenshot_uses_the_config_and_keymap_it_is_given() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("mine.toml");
+        std::fs::write(&config, "theme = \"light\"\nconfirm = [\"approve\"]\n").unwrap();
+        let keymap = dir.path().join("keys.toml");
+        std::fs::write(&keymap, "[keys]\napprove = [\"y\"]\n").unwrap();
+        let opts = Options {
+            config: Some(config),
+            keymap: Some(keymap),
+            ..Default::default()
+        };
+        let mut app = screenshot_app(View::Disruption, &opts, None).await.unwrap();
+        assert_eq!(app.theme.name, "light");
+        assert!(
+            app.settings
+                .confirm
+                .contains(&crate::tui::keymap::Action::Approve)
+        );
+        let text = frame::text(&frame::draw(&mut app, 160, 45));
+        let footer = text.lines().last().unwrap();
+        assert!(footer.contains("y approve"), "{footer}");
+        // A mistake in a file it is told to use fails the screenshot, named.
+        let bad = dir.path().join("bad.toml");
+        std::fs::write(&bad, "[keys]\napprove = [\"ctrl-\"]\n").unwrap();
+        let opts = Options {
+            keymap: Some(bad),
+            ..opts
+        };
+        let e = screenshot_app(View::Disruption, &opts, None)
+            .await
+            .err()
+            .unwrap();
+        assert!(e.contains("bad.toml line 2: keys.approve"), "{e}");
     }
 
     #[test]
