@@ -173,7 +173,8 @@ impl fmt::Display for Key {
             KeyCode::Backspace => write!(f, "backspace"),
             KeyCode::Delete => write!(f, "del"),
             KeyCode::F(n) => write!(f, "f{n}"),
-            other => write!(f, "{other:?}"),
+            // Keys a keymap file cannot name (Key::parse never makes them).
+            other => write!(f, "{}", format!("{other:?}").to_lowercase()),
         }
     }
 }

@@ -645,3 +645,18 @@ async fn the_builtin_demo_never_errors_by_itself() {
         assert!(errors.is_empty(), "approval {approval:?}: {errors:#?}");
     }
 }
+
+#[tokio::test]
+async fn several_problems_at_start_show_the_first_and_count_the_rest() {
+    let snap = frame::demo_snapshot(DEMO_AT).await.unwrap();
+    let mut app = frame::app(snap, Theme::default(), false);
+    app.warn_all(&[
+        "keymap k.toml line 2: keys.apprvoe: no such action".into(),
+        "config c.toml line 3: colour: not a setting".into(),
+    ]);
+    let footer = screen(&mut app).lines().last().unwrap().to_string();
+    assert!(
+        footer.contains("keymap k.toml line 2: keys.apprvoe: no such action (+1 more"),
+        "{footer}"
+    );
+}

@@ -344,7 +344,7 @@ impl Theme {
             }
         };
         let mut problems = Vec::new();
-        for (key, _) in &top {
+        for key in top.keys() {
             if !matches!(key.get_ref().as_str(), "name" | "styles") {
                 problems.push(Problem::at(
                     "theme",

@@ -296,6 +296,23 @@ impl App {
         self.show_status(text, true);
     }
 
+    /// Reports several problems at once (a config file's mistakes at start): each goes
+    /// to the log pane, and the footer shows the first and how many more there are,
+    /// rather than only the last one.
+    pub fn warn_all(&mut self, problems: &[String]) {
+        for p in problems {
+            tracing::warn!("{p}");
+        }
+        match problems {
+            [] => {}
+            [one] => self.show_status(one.clone(), true),
+            [first, rest @ ..] => self.show_status(
+                format!("{first} (+{} more in the Events view's log)", rest.len()),
+                true,
+            ),
+        }
+    }
+
     fn show_status(&mut self, text: String, error: bool) {
         self.status = Some(Status {
             text,
