@@ -209,7 +209,9 @@ async fn remote_request<P: CloudProvider>(
             }
         }
         Request::Reject { id, reason } => remote.reject(id, &claims_of(id)?, &reason).await,
-        Request::Pause(scope) => match scope {
+        // The pause protocol (the NodePools' budgets) has no place for the operator's
+        // reason: the acting controller journals the pause it sees.
+        Request::Pause { scope, reason: _ } => match scope {
             Scope::All => remote.pause(&pools, true).await,
             Scope::NodePool(p) => remote.pause(&[p], false).await,
             Scope::Reason(r) => Err(format!(

@@ -58,7 +58,7 @@ fn main() -> ExitCode {
             size,
             at,
             out,
-        }) => run_screenshot(&view, cli.theme.as_deref(), &size, at.as_deref(), &out),
+        }) => run_screenshot(&view, &console_opts, &size, at.as_deref(), &out),
         Some(Command::Simulate {
             scenario,
             until,
@@ -563,7 +563,7 @@ fn run_console(
 
 fn run_screenshot(
     view: &str,
-    theme: Option<&str>,
+    opts: &launch::Options,
     size: &str,
     at: Option<&str>,
     out: &Path,
@@ -586,7 +586,7 @@ fn run_screenshot(
         Ok(rt) => rt,
         Err(code) => return code,
     };
-    match rt.block_on(launch::screenshot(view, theme, size, at, out)) {
+    match rt.block_on(launch::screenshot(view, opts, size, at, out)) {
         Ok(()) => {
             println!("{}", out.display());
             ExitCode::SUCCESS

@@ -424,22 +424,29 @@ impl Simulation {
         Ok(())
     }
 
+    /// A scripted operator step. One that names no decision acts on the oldest one
+    /// waiting, like a person clearing the queue; when nothing waits (the approval mode
+    /// approved it already, or the cluster settled differently) there is nothing to do,
+    /// which is logged, not an error: the timeline cannot know what will be pending. A
+    /// step naming a decision that is not pending is an error.
     async fn operate(&mut self, op: OperatorAction) -> Result<(), String> {
         let oldest = |c: &Controller<SimCluster, SimCloud>| c.pending_decisions().first().copied();
         match op {
             OperatorAction::Approve { decision } => {
-                let id = decision
-                    .or_else(|| oldest(&self.controller))
-                    .ok_or("approve: no pending decision")?;
+                let Some(id) = decision.or_else(|| oldest(&self.controller)) else {
+                    tracing::info!("timeline: approve: nothing is waiting for approval");
+                    return Ok(());
+                };
                 self.controller
                     .approve(id, SCENARIO_OPERATOR)
                     .await
                     .map_err(|e| format!("approve #{id}: {e}"))
             }
             OperatorAction::Reject { decision, reason } => {
-                let id = decision
-                    .or_else(|| oldest(&self.controller))
-                    .ok_or("reject: no pending decision")?;
+                let Some(id) = decision.or_else(|| oldest(&self.controller)) else {
+                    tracing::info!("timeline: reject: nothing is waiting for approval");
+                    return Ok(());
+                };
                 self.controller
                     .reject(id, &reason, SCENARIO_OPERATOR)
                     .await
@@ -447,7 +454,7 @@ impl Simulation {
             }
             OperatorAction::Pause { scope } => self
                 .controller
-                .pause(scope, SCENARIO_OPERATOR)
+                .pause(scope, None, SCENARIO_OPERATOR)
                 .await
                 .map_err(|e| e.to_string()),
             OperatorAction::Resume { scope } => self

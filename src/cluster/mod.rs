@@ -146,6 +146,21 @@ pub enum ObjectRef {
     Settings,
 }
 
+/// For people and logs: "nodeclaim/default-abc12", "pod/default/web-0".
+impl std::fmt::Display for ObjectRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ObjectRef::NodePool(n) => write!(f, "nodepool/{n}"),
+            ObjectRef::NodeClaim(n) => write!(f, "nodeclaim/{n}"),
+            ObjectRef::Node(n) => write!(f, "node/{n}"),
+            ObjectRef::Pod(k) => write!(f, "pod/{k}"),
+            ObjectRef::Pdb(ns, n) => write!(f, "poddisruptionbudget/{ns}/{n}"),
+            ObjectRef::DaemonSet(ns, n) => write!(f, "daemonset/{ns}/{n}"),
+            ObjectRef::Settings => write!(f, "the karpenter-tui settings ConfigMap"),
+        }
+    }
+}
+
 /// One watch event.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Change {

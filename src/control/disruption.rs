@@ -83,6 +83,7 @@ fn entry(action: Action, actor: &str, now: DateTime<Utc>) -> Entry {
         nodeclaims: Vec::new(),
         savings_per_hour: None,
         detail: String::new(),
+        note: None,
     }
 }
 
@@ -480,14 +481,17 @@ impl DisruptionController {
     }
 
     /// Pauses voluntary disruption in a scope.
+    /// `note` is the operator's reason, when they gave one.
     pub fn pause(
         &mut self,
         scope: Scope,
+        note: Option<&str>,
         actor: &str,
         now: DateTime<Utc>,
     ) -> Result<(), ActionError> {
         self.note_operator(Entry {
             detail: scope.to_string(),
+            note: note.map(str::to_string),
             ..entry(Action::Paused, actor, now)
         })?;
         self.gate.pause(scope);

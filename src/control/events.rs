@@ -106,6 +106,9 @@ pub enum EventKind {
     DisruptionPaused {
         scope: String,
         actor: String,
+        /// The operator's reason, when they gave one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
     },
     DisruptionResumed {
         scope: String,
@@ -276,8 +279,16 @@ impl std::fmt::Display for EventKind {
             }
             DisruptionCompleted { id } => write!(f, "decision #{id} completed"),
             DisruptionFailed { id, reason } => write!(f, "decision #{id} failed: {reason}"),
-            DisruptionPaused { scope, actor } => {
-                write!(f, "disruption paused ({scope}) by {actor}")
+            DisruptionPaused {
+                scope,
+                actor,
+                reason,
+            } => {
+                write!(f, "disruption paused ({scope}) by {actor}")?;
+                match reason {
+                    Some(r) => write!(f, ": {r}"),
+                    None => Ok(()),
+                }
             }
             DisruptionResumed { scope, actor } => {
                 write!(f, "disruption resumed ({scope}) by {actor}")

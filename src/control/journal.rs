@@ -61,6 +61,10 @@ pub struct Entry {
     /// Free text: why withdrawn or rejected, the pause scope, the failure.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub detail: String,
+    /// Why an operator paused, in their own words (typed in the console's confirmation).
+    /// Absent from older journals and from actions taken without a reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// An append-only journal file.
@@ -135,5 +139,45 @@ impl Journal {
             out.push(e);
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pause_reason_is_written_and_old_lines_without_one_still_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.jsonl");
+        // A line as journals wrote it before reasons existed.
+        std::fs::write(
+            &path,
+            "{\"at\":\"2026-01-05T09:01:00Z\",\"actor\":\"console:alice\",\"action\":\"paused\",\"detail\":\"all\"}\n",
+        )
+        .unwrap();
+        let mut j = Journal::open(&path).unwrap();
+        let at = "2026-01-05T09:02:00Z".parse().unwrap();
+        j.record(&Entry {
+            at,
+            actor: "console:bob".into(),
+            action: Action::Paused,
+            decision: None,
+            method: None,
+            reason: None,
+            nodes: Vec::new(),
+            nodeclaims: Vec::new(),
+            savings_per_hour: None,
+            detail: "nodepool/general".into(),
+            note: Some("db migration".into()),
+        })
+        .unwrap();
+        let entries = Journal::read(&path).unwrap();
+        assert_eq!(entries.len(), 2);
+        assert_eq!(
+            (entries[0].note.as_deref(), entries[0].detail.as_str()),
+            (None, "all")
+        );
+        assert_eq!(entries[1].note.as_deref(), Some("db migration"));
     }
 }

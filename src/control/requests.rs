@@ -17,12 +17,37 @@ pub enum Request {
     Approve {
         ids: Vec<u64>,
     },
+    /// `reason` is the operator's (or a default naming the console).
     Reject {
         id: u64,
         reason: String,
     },
-    Pause(Scope),
+    /// `reason`: why, in the operator's words, when they gave one; it goes into the
+    /// journal entry and the Event.
+    Pause {
+        scope: Scope,
+        reason: Option<String>,
+    },
     Resume(Scope),
+}
+
+impl Request {
+    /// A request whose confirmation asks for a reason: reject and pause.
+    pub fn takes_reason(&self) -> bool {
+        matches!(self, Request::Reject { .. } | Request::Pause { .. })
+    }
+
+    /// The request with the reason the operator typed (none keeps what it had).
+    pub fn with_reason(self, typed: Option<String>) -> Request {
+        match (self, typed) {
+            (Request::Reject { id, .. }, Some(reason)) => Request::Reject { id, reason },
+            (Request::Pause { scope, .. }, Some(reason)) => Request::Pause {
+                scope,
+                reason: Some(reason),
+            },
+            (r, _) => r,
+        }
+    }
 }
 
 /// The controller's answer: a line for the status bar, or why it refused.
@@ -62,8 +87,8 @@ pub async fn apply<C: Cluster, P: CloudProvider>(
             .await
             .map(|()| format!("rejected #{id}"))
             .map_err(|e| format!("reject #{id}: {e}")),
-        Request::Pause(scope) => controller
-            .pause(scope.clone(), actor)
+        Request::Pause { scope, reason } => controller
+            .pause(scope.clone(), reason.as_deref(), actor)
             .await
             .map(|()| format!("paused disruption: {scope}"))
             .map_err(|e| format!("pause {scope}: {e}")),

@@ -251,7 +251,7 @@ fn pause_all_holds_everything_including_expiration() {
     f.node("old", "short", "m", OnDemand, TimeDelta::hours(1));
     f.pod("busy", "old", 3500, 1024);
     let mut ctl = DisruptionController::new(PolicyTable::all_auto(), None);
-    ctl.pause(Scope::All, "console:test", f.now).unwrap();
+    ctl.pause(Scope::All, None, "console:test", f.now).unwrap();
     let effects = step(&mut ctl, &mut f);
     assert!(effects.is_empty(), "{effects:?}");
     assert_eq!(ctl.gate.pending().count(), 2);
@@ -286,7 +286,7 @@ fn a_pause_by_reason_leaves_other_reasons_running() {
     let mut f = replaceable();
     f.node("idle", "default", "m", OnDemand, TimeDelta::hours(1));
     let mut ctl = DisruptionController::new(PolicyTable::all_auto(), None);
-    ctl.pause(Scope::Reason(Reason::Underutilized), "op", f.now)
+    ctl.pause(Scope::Reason(Reason::Underutilized), None, "op", f.now)
         .unwrap();
     let effects = step_validated(&mut ctl, &mut f);
     // Emptiness acts on the idle node.

@@ -71,6 +71,22 @@ impl Toleration {
     }
 }
 
+/// As kubectl writes taints: `key=value:Effect` (Equal), `key:Effect` (Exists), `*`
+/// with no key (tolerates everything); no effect means every effect.
+impl std::fmt::Display for Toleration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.key.is_empty(), self.exists) {
+            (true, _) => write!(f, "*")?,
+            (false, true) => write!(f, "{}", self.key)?,
+            (false, false) => write!(f, "{}={}", self.key, self.value)?,
+        }
+        match self.effect {
+            Some(e) => write!(f, ":{}", e.as_str()),
+            None => Ok(()),
+        }
+    }
+}
+
 /// A required or preferred pod (anti-)affinity term.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct AffinityTerm {
@@ -489,6 +505,32 @@ status:
         );
         let err = Pod::from_k8s(&p).unwrap_err();
         assert!(err.contains("container c: cpu"), "{err}");
+    }
+
+    /// What was seen: a pending pod's details read `Toleration { key: "workload-class", ... }`.
+    #[test]
+    fn a_toleration_reads_as_kubectl_writes_it() {
+        use crate::api::nodeclaim::TaintEffect;
+        let t = Toleration {
+            key: "workload-class".into(),
+            exists: false,
+            value: "batch".into(),
+            effect: Some(TaintEffect::NoSchedule),
+        };
+        assert_eq!(t.to_string(), "workload-class=batch:NoSchedule");
+        let exists = Toleration {
+            exists: true,
+            effect: None,
+            ..t.clone()
+        };
+        assert_eq!(exists.to_string(), "workload-class");
+        let all = Toleration {
+            key: String::new(),
+            exists: true,
+            value: String::new(),
+            effect: Some(TaintEffect::NoExecute),
+        };
+        assert_eq!(all.to_string(), "*:NoExecute");
     }
 
     #[test]

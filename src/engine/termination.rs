@@ -37,6 +37,18 @@ impl Tier {
     }
 }
 
+/// For people: "non-critical workload", "critical daemon".
+impl std::fmt::Display for Tier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Tier::NonCriticalWorkload => "non-critical workload",
+            Tier::NonCriticalDaemon => "non-critical daemon",
+            Tier::CriticalWorkload => "critical workload",
+            Tier::CriticalDaemon => "critical daemon",
+        })
+    }
+}
+
 /// What to do now to drain a node.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct DrainStep {
@@ -106,7 +118,7 @@ pub fn drain_step(
         }
         if Tier::of(p) != tier {
             step.waiting
-                .push((p.key.clone(), format!("drains after the {:?} tier", tier)));
+                .push((p.key.clone(), format!("drains after the {tier} tier")));
             continue;
         }
         if p.do_not_disrupt().is_some() {

@@ -8,6 +8,9 @@ use std::fmt;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use serde::Deserialize;
+use toml::Spanned;
+
+use crate::tui::problems::{self, Problem};
 
 /// The built-in keymap.
 pub const DEFAULT_KEYMAP: &str = include_str!("../../config/keymap.toml");
@@ -170,17 +173,21 @@ impl fmt::Display for Key {
             KeyCode::Backspace => write!(f, "backspace"),
             KeyCode::Delete => write!(f, "del"),
             KeyCode::F(n) => write!(f, "f{n}"),
-            other => write!(f, "{other:?}"),
+            // Keys a keymap file cannot name (Key::parse never makes them).
+            other => write!(f, "{}", format!("{other:?}").to_lowercase()),
         }
     }
 }
 
+/// A keymap file as written: every key with where it is, so each mistake names its line.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
 struct KeymapFile {
     #[serde(default)]
-    keys: BTreeMap<String, Vec<String>>,
+    keys: BTreeMap<Spanned<String>, Spanned<toml::Value>>,
 }
+
+/// The top-level keys of a file, with where they are.
+type TopLevel = BTreeMap<Spanned<String>, serde::de::IgnoredAny>;
 
 /// Keys to actions, and actions to their keys (in file order) for help and hints.
 #[derive(Clone, Debug)]
@@ -188,58 +195,139 @@ pub struct Keymap {
     keys: BTreeMap<Action, Vec<Key>>,
 }
 
-/// A keymap file that cannot be used, naming the file, the action and the key.
-#[derive(Debug, thiserror::Error, PartialEq)]
-#[error("keymap {file}: {message}")]
-pub struct KeymapError {
-    pub file: String,
-    pub message: String,
-}
+/// The key that quits from anywhere, whatever a keymap says (App::on_key).
+pub const ALWAYS_QUIT: Key = Key {
+    code: KeyCode::Char('c'),
+    ctrl: true,
+    alt: false,
+};
 
 impl Keymap {
-    /// Applies a keymap file over `self`: every action it names gets exactly the keys it
-    /// lists.
-    pub fn overlay(&self, file: &str, text: &str) -> Result<Keymap, KeymapError> {
-        let err = |message: String| KeymapError {
-            file: file.to_string(),
-            message,
+    /// Applies a keymap file over `self`: every action it names gets the keys it lists.
+    /// Each mistake is reported (file, line, key, reason) and costs only itself: an
+    /// unknown action or a bad key is skipped, a key bound twice stays with the action
+    /// that had it first. A file that would leave no key for quit is refused whole.
+    pub fn overlay(&self, file: &str, text: &str) -> (Keymap, Vec<Problem>) {
+        let parsed = toml::from_str::<TopLevel>(text)
+            .and_then(|top| Ok((top, toml::from_str::<KeymapFile>(text)?)));
+        let (top, parsed) = match parsed {
+            Ok(p) => p,
+            Err(e) => {
+                let mut p = Problem::toml("keymap", file, text, &e);
+                p.reason.push_str("; the file is not used");
+                return (self.clone(), vec![p]);
+            }
         };
-        let parsed: KeymapFile =
-            toml::from_str(text).map_err(|e| err(e.to_string().trim_end().replace('\n', " | ")))?;
-        let mut keys = self.keys.clone();
-        for (name, list) in parsed.keys {
-            let action = Action::from_name(&name).ok_or_else(|| {
-                err(format!(
-                    "keys.{name}: no such action (actions: {})",
-                    Action::ALL
-                        .iter()
-                        .map(|a| a.name())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))
-            })?;
-            let parsed = list
-                .iter()
-                .map(|k| Key::parse(k).map_err(|e| err(format!("keys.{name}: {e}"))))
-                .collect::<Result<Vec<_>, _>>()?;
-            keys.insert(action, parsed);
+        let mut problems = Vec::new();
+        let at = |span: std::ops::Range<usize>, key: String, reason: String| {
+            Problem::at("keymap", file, text, span.start, Some(key), reason)
+        };
+        for (name, _) in top.iter().filter(|(n, _)| n.get_ref() != "keys") {
+            problems.push(at(
+                name.span(),
+                name.get_ref().clone(),
+                "not a keymap setting (bindings go under [keys])".into(),
+            ));
         }
-        // A key bound twice would make one of its actions unreachable.
-        let mut seen: BTreeMap<String, Action> = BTreeMap::new();
-        for (action, list) in &keys {
-            for k in list {
-                if let Some(other) = seen.insert(k.to_string(), *action)
-                    && other != *action
-                {
-                    return Err(err(format!(
-                        "key {k:?} is bound to both {} and {}",
-                        other.name(),
-                        action.name()
-                    )));
+        let mut keys = self.keys.clone();
+        // Which line set each action, to name it when a key is bound twice.
+        let mut set_at: BTreeMap<Action, std::ops::Range<usize>> = BTreeMap::new();
+        let mut entries: Vec<_> = parsed.keys.iter().collect();
+        entries.sort_by_key(|(name, _)| name.span().start);
+        for (name, value) in entries {
+            let key = format!("keys.{}", name.get_ref());
+            let Some(action) = Action::from_name(name.get_ref()) else {
+                problems.push(at(
+                    name.span(),
+                    key,
+                    format!(
+                        "no such action (actions: {})",
+                        Action::ALL
+                            .iter()
+                            .map(|a| a.name())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ));
+                continue;
+            };
+            let list: Vec<&toml::Value> = match value.get_ref() {
+                toml::Value::Array(a) => a.iter().collect(),
+                toml::Value::String(_) => vec![value.get_ref()],
+                other => {
+                    problems.push(at(
+                        name.span(),
+                        key,
+                        format!(
+                            "expected a list of keys such as [\"a\", \"ctrl-a\"], found {}",
+                            problems::kind_of(other)
+                        ),
+                    ));
+                    continue;
+                }
+            };
+            let mut bound = Vec::new();
+            for v in list {
+                let parsed = match v {
+                    toml::Value::String(k) => Key::parse(k),
+                    other => Err(format!("{} is not a key", problems::kind_of(other))),
+                };
+                match parsed {
+                    Ok(k) if k == ALWAYS_QUIT && action != Action::Quit => problems.push(at(
+                        name.span(),
+                        key.clone(),
+                        format!("{k} always quits; it cannot be bound to {}", action.name()),
+                    )),
+                    Ok(k) if !bound.contains(&k) => bound.push(k),
+                    Ok(_) => {}
+                    Err(e) => problems.push(at(name.span(), key.clone(), e)),
                 }
             }
+            keys.insert(action, bound);
+            set_at.insert(action, name.span());
         }
-        Ok(Keymap { keys })
+        // A key bound twice would make one of its actions unreachable: it stays with
+        // the action that is not being set here (or was set on an earlier line).
+        let order = |a: &Action| set_at.get(a).map_or(0, |s| s.start + 1);
+        let mut actions: Vec<Action> = keys.keys().copied().collect();
+        actions.sort_by_key(order);
+        let mut owner: BTreeMap<String, Action> = BTreeMap::new();
+        for action in actions {
+            let list = keys.get_mut(&action).expect("listed above");
+            list.retain(|k| match owner.get(&k.to_string()) {
+                Some(first) if *first != action => {
+                    let span = set_at.get(&action).cloned().unwrap_or(0..0);
+                    problems.push(at(
+                        span,
+                        format!("keys.{}", action.name()),
+                        format!(
+                            "key \"{k}\" is bound to both {} and {}; it stays with {}",
+                            first.name(),
+                            action.name(),
+                            first.name()
+                        ),
+                    ));
+                    false
+                }
+                _ => {
+                    owner.insert(k.to_string(), action);
+                    true
+                }
+            });
+        }
+        if keys.get(&Action::Quit).is_none_or(Vec::is_empty) {
+            let line = set_at.get(&Action::Quit).map_or(0, |s| s.start);
+            problems.push(Problem::at(
+                "keymap",
+                file,
+                text,
+                line,
+                Some("keys.quit".into()),
+                "leaves no key to quit the console; the file is not used".into(),
+            ));
+            return (self.clone(), problems);
+        }
+        (Keymap { keys }, problems)
     }
 
     /// The action a key triggers.
@@ -270,10 +358,8 @@ impl Default for Keymap {
         let empty = Keymap {
             keys: BTreeMap::new(),
         };
-        // The built-in file is tested below; failing here would be a build mistake.
-        empty
-            .overlay("config/keymap.toml", DEFAULT_KEYMAP)
-            .unwrap_or(empty)
+        // The built-in file is tested below; a problem here would be a build mistake.
+        empty.overlay("config/keymap.toml", DEFAULT_KEYMAP).0
     }
 }
 
@@ -290,7 +376,8 @@ mod tests {
         let empty = Keymap {
             keys: BTreeMap::new(),
         };
-        let km = empty.overlay("config/keymap.toml", DEFAULT_KEYMAP).unwrap();
+        let (km, problems) = empty.overlay("config/keymap.toml", DEFAULT_KEYMAP);
+        assert!(problems.is_empty(), "{problems:?}");
         for a in Action::ALL {
             assert!(!km.keys(*a).is_empty(), "{} has no key", a.name());
         }
@@ -320,9 +407,8 @@ mod tests {
 
     #[test]
     fn a_user_file_rebinds_one_action_and_keeps_the_rest() {
-        let km = Keymap::default()
-            .overlay("mine.toml", "[keys]\napprove = [\"y\"]\n")
-            .unwrap();
+        let (km, problems) = Keymap::default().overlay("mine.toml", "[keys]\napprove = [\"y\"]\n");
+        assert!(problems.is_empty(), "{problems:?}");
         assert_eq!(
             km.action(&ev(KeyCode::Char('y'), KeyModifiers::NONE)),
             Some(Action::Approve)
@@ -331,27 +417,83 @@ mod tests {
         assert_eq!(km.hint(Action::Reject), "x");
     }
 
+    fn messages(problems: &[Problem]) -> Vec<String> {
+        problems.iter().map(Problem::to_string).collect()
+    }
+
+    /// What was seen: only the first error was reported, the whole file was dropped, and
+    /// a duplicate read `key Key { code: Char('a'), ctrl: false, alt: false } is bound to
+    /// both down and approve`.
     #[test]
-    fn bad_files_name_the_action_and_the_key() {
-        let km = Keymap::default();
-        let e = km
-            .overlay("mine.toml", "[keys]\napprvoe = [\"y\"]\n")
-            .unwrap_err();
+    fn every_mistake_is_listed_with_its_line_and_only_it_is_dropped() {
+        let text = "[keys]\n\
+                    apprvoe = [\"y\"]\n\
+                    top = [\"ctrl-\", \"t\"]\n\
+                    down = [\"j\", \"a\"]\n\
+                    sort = [\"o\"]\n";
+        let (km, problems) = Keymap::default().overlay("mine.toml", text);
+        let m = messages(&problems);
+        assert_eq!(m.len(), 3, "{m:#?}");
         assert!(
-            e.to_string()
-                .starts_with("keymap mine.toml: keys.apprvoe: no such action")
+            m[0].starts_with("keymap mine.toml line 2: keys.apprvoe: no such action"),
+            "{}",
+            m[0]
         );
-        let e = km
-            .overlay("mine.toml", "[keys]\napprove = [\"ctrl-\"]\n")
-            .unwrap_err();
         assert!(
-            e.to_string()
-                .contains("keys.approve: \"ctrl-\" is not a key"),
-            "{e}"
+            m[1].starts_with("keymap mine.toml line 3: keys.top: \"ctrl-\" is not a key"),
+            "{}",
+            m[1]
         );
-        let e = km
-            .overlay("mine.toml", "[keys]\napprove = [\"x\"]\n")
-            .unwrap_err();
-        assert!(e.to_string().contains("bound to both"), "{e}");
+        assert_eq!(
+            m[2],
+            "keymap mine.toml line 4: keys.down: key \"a\" is bound to both approve and down; it stays with approve"
+        );
+        assert!(
+            m.iter()
+                .all(|l| !l.contains("Key {") && !l.contains("Char("))
+        );
+        // The good parts are used: t is top, o sorts, j still goes down, a still approves.
+        let k = |c| km.action(&ev(KeyCode::Char(c), KeyModifiers::NONE));
+        assert_eq!(k('t'), Some(Action::Top));
+        assert_eq!(k('o'), Some(Action::Sort));
+        assert_eq!(k('j'), Some(Action::Down));
+        assert_eq!(k('a'), Some(Action::Approve));
+    }
+
+    #[test]
+    fn a_toml_error_says_where_and_why_on_one_line() {
+        let (km, problems) = Keymap::default().overlay("mine.toml", "[keys]\napprove = [\"y\"\n");
+        let m = messages(&problems);
+        assert_eq!(m.len(), 1, "{m:?}");
+        assert!(m[0].starts_with("keymap mine.toml line "), "{}", m[0]);
+        assert!(m[0].ends_with("; the file is not used"), "{}", m[0]);
+        assert!(!m[0].contains('\n') && !m[0].contains(" | "), "{}", m[0]);
+        assert_eq!(km.hint(Action::Approve), "a");
+    }
+
+    /// What was seen: a keymap binding every action to `[]` left no way to quit.
+    #[test]
+    fn a_file_leaving_no_quit_key_is_refused_with_its_line() {
+        let text = "# mine\n[keys]\napprove = [\"y\"]\nquit = []\n";
+        let (km, problems) = Keymap::default().overlay("mine.toml", text);
+        let m = messages(&problems);
+        assert_eq!(
+            m,
+            [
+                "keymap mine.toml line 4: keys.quit: leaves no key to quit the console; the file is not used"
+            ]
+        );
+        assert_eq!(km.hint(Action::Quit), "q");
+        assert_eq!(km.hint(Action::Approve), "a", "the whole file is refused");
+        // ctrl-c cannot be given to something else: it always quits.
+        let (km, problems) =
+            Keymap::default().overlay("mine.toml", "[keys]\napprove = [\"ctrl-c\", \"y\"]\n");
+        assert_eq!(
+            messages(&problems),
+            [
+                "keymap mine.toml line 2: keys.approve: ctrl-c always quits; it cannot be bound to approve"
+            ]
+        );
+        assert_eq!(km.hint(Action::Approve), "y");
     }
 }

@@ -48,7 +48,10 @@ pub fn prepare(opts: &Options) -> Prepared {
         .or_else(|| loaded.file.theme.clone())
         .unwrap_or_else(|| theme::DEFAULT.to_string());
     let theme = match Theme::load(&wanted, loaded.themes_dir.as_deref()) {
-        Ok(t) => t,
+        Ok((t, problems)) => {
+            warnings.extend(problems.iter().map(|p| p.to_string()));
+            t
+        }
         Err(e) => {
             warnings.push(format!("{e}; using the {} theme", theme::DEFAULT));
             Theme::default()
@@ -126,9 +129,7 @@ where
         p.settings,
         log,
     );
-    for w in &p.warnings {
-        app.warn(w.clone());
-    }
+    app.warn_all(&p.warnings);
     // The console draws on a thread of its own, so a controller busy for seconds on this
     // runtime never delays a key or the clock.
     let (failed_tx, failed_rx) = tokio::sync::oneshot::channel::<String>();
@@ -215,10 +216,28 @@ fn defaults(theme: &Theme) -> (Color, Color) {
     )
 }
 
-/// Renders a view of the demo at `at` into `out` (.svg or .png).
+/// The console a screenshot draws: the demo at `at` (default: the view's moment) with
+/// the theme, keymap and settings `opts` and the config directory give.
+async fn screenshot_app(view: View, opts: &Options, at: Option<Duration>) -> Result<App, String> {
+    let p = prepare(opts);
+    if !p.warnings.is_empty() {
+        return Err(p.warnings.join("\n"));
+    }
+    let snapshot = frame::demo_snapshot(at.unwrap_or_else(|| frame::moment(view))).await?;
+    let mut app = frame::app(Arc::clone(&snapshot), p.theme, opts.read_only);
+    app.keymap = p.keymap;
+    app.settings = p.settings;
+    app.source.actor = "console:screenshot".into();
+    app.show(view);
+    Ok(app)
+}
+
+/// Renders a view of the demo at `at` into `out` (.svg or .png), with the theme, keymap
+/// (for the footer and help) and settings the console would use under `opts`. A
+/// screenshot is a record, so it is strict: any mistake in those files fails it, listed.
 pub async fn screenshot(
     view: &str,
-    theme_name: Option<&str>,
+    opts: &Options,
     size: &str,
     at: Option<Duration>,
     out: &Path,
@@ -230,17 +249,9 @@ pub async fn screenshot(
         )
     })?;
     let (w, h) = parse_size(size)?;
-    let theme = Theme::load(
-        theme_name.unwrap_or(theme::DEFAULT),
-        config::config_dir().map(|d| d.join("themes")).as_deref(),
-    )
-    .map_err(|e| e.to_string())?;
-    let snapshot = frame::demo_snapshot(at.unwrap_or_else(|| frame::moment(view))).await?;
-    let mut app = frame::app(Arc::clone(&snapshot), theme.clone(), false);
-    app.source.actor = "console:screenshot".into();
-    app.show(view);
+    let mut app = screenshot_app(view, opts, at).await?;
     let buffer = frame::draw(&mut app, w, h);
-    let (fg, bg) = defaults(&theme);
+    let (fg, bg) = defaults(&app.theme);
     let svg = screenshot::to_svg(&buffer, fg, bg);
     let ext = out
         .extension()
@@ -267,21 +278,79 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_bad_theme_file_is_named_and_the_default_is_used() {
+    fn a_bad_theme_colour_is_named_and_only_that_colour_falls_back() {
         let dir = tempfile::tempdir().unwrap();
         let bad = dir.path().join("mine.toml");
-        std::fs::write(&bad, "[styles]\nselected = { bg = \"#12345\" }\n").unwrap();
+        std::fs::write(
+            &bad,
+            "[styles]\nheader = { fg = \"red\" }\nselected = { bg = \"#12345\", bold = true }\n",
+        )
+        .unwrap();
         let p = prepare(&Options {
             theme: Some(bad.display().to_string()),
             config: Some(dir.path().join("none.toml")),
             ..Default::default()
         });
-        assert_eq!(p.theme, Theme::default());
+        let dark = Theme::default();
+        assert_eq!(
+            p.theme.styles.header.fg,
+            Some(Color::Red),
+            "the good slot is kept"
+        );
+        assert_eq!(p.theme.styles.selected.bg, dark.styles.selected.bg);
+        assert!(
+            p.theme
+                .styles
+                .selected
+                .add_modifier
+                .contains(ratatui::style::Modifier::BOLD),
+            "the rest of the bad slot is kept"
+        );
         let w = p.warnings.join("\n");
         assert!(
-            w.contains("styles.selected.bg = \"#12345\"") && w.contains("using the dark theme"),
+            w.contains(&format!(
+                "theme {} line 3: styles.selected.bg: \"#12345\" is not a colour",
+                bad.display()
+            )),
             "{w}"
         );
+    }
+
+    /// What was seen: `screenshot` ignored --config and --keymap.
+    #[tokio::test]
+    async fn a_screenshot_uses_the_config_and_keymap_it_is_given() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("mine.toml");
+        std::fs::write(&config, "theme = \"light\"\nconfirm = [\"approve\"]\n").unwrap();
+        let keymap = dir.path().join("keys.toml");
+        std::fs::write(&keymap, "[keys]\napprove = [\"y\"]\n").unwrap();
+        let opts = Options {
+            config: Some(config),
+            keymap: Some(keymap),
+            ..Default::default()
+        };
+        let mut app = screenshot_app(View::Disruption, &opts, None).await.unwrap();
+        assert_eq!(app.theme.name, "light");
+        assert!(
+            app.settings
+                .confirm
+                .contains(&crate::tui::keymap::Action::Approve)
+        );
+        let text = frame::text(&frame::draw(&mut app, 160, 45));
+        let footer = text.lines().last().unwrap();
+        assert!(footer.contains("y approve"), "{footer}");
+        // A mistake in a file it is told to use fails the screenshot, named.
+        let bad = dir.path().join("bad.toml");
+        std::fs::write(&bad, "[keys]\napprove = [\"ctrl-\"]\n").unwrap();
+        let opts = Options {
+            keymap: Some(bad),
+            ..opts
+        };
+        let e = screenshot_app(View::Disruption, &opts, None)
+            .await
+            .err()
+            .unwrap();
+        assert!(e.contains("bad.toml line 2: keys.approve"), "{e}");
     }
 
     #[test]

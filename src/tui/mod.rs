@@ -11,6 +11,7 @@ pub mod frame;
 pub mod keymap;
 pub mod launch;
 pub mod logpane;
+pub mod problems;
 pub mod render_bench;
 pub mod screen;
 pub mod screenshot;

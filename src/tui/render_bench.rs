@@ -226,6 +226,7 @@ pub fn busy(presses: usize, width: u16, height: u16) -> Busy {
                 signals: None,
                 failed,
                 probe: Some(probe_tx),
+                drain_typeahead: false,
             },
         ))
         .ok()

@@ -1,4 +1,5 @@
-//! Owning the terminal: raw mode, the alternate screen and mouse capture on the way in, and exactly one
+//! Owning the terminal: raw mode, the alternate screen, mouse capture and bracketed paste
+//! on the way in, and exactly one
 //! way back out, whichever comes first — the screen closing, a signal, or a panic on any
 //! thread. Leaving twice would be harmful, not just redundant: leaving the alternate
 //! screen restores the cursor saved on entry, so a second leave moves the cursor back
@@ -8,7 +9,9 @@ use std::io::{self, stdout};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, Once};
 
-use crossterm::event::{DisableMouseCapture, EnableMouseCapture};
+use crossterm::event::{
+    DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture,
+};
 use crossterm::execute;
 use crossterm::terminal::{
     EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
@@ -31,7 +34,14 @@ pub fn enter() -> io::Result<DefaultTerminal> {
     enable_raw_mode()?;
     ACTIVE.store(true, Ordering::SeqCst);
     // Clicks and the wheel come to the console; shift-drag still selects text.
-    execute!(stdout(), EnterAlternateScreen, EnableMouseCapture)?;
+    // Pastes arrive as one event, never as keys (a terminal without bracketed paste
+    // ignores the request).
+    execute!(
+        stdout(),
+        EnterAlternateScreen,
+        EnableMouseCapture,
+        EnableBracketedPaste
+    )?;
     Terminal::new(CrosstermBackend::new(stdout()))
 }
 
@@ -42,7 +52,12 @@ pub fn leave() {
     }
     // Raw mode first: it has more side effects than the alternate screen.
     let raw = disable_raw_mode();
-    let screen = execute!(stdout(), DisableMouseCapture, LeaveAlternateScreen);
+    let screen = execute!(
+        stdout(),
+        DisableBracketedPaste,
+        DisableMouseCapture,
+        LeaveAlternateScreen
+    );
     if let Err(e) = raw.and(screen) {
         eprintln!("karpenter-tui: could not restore the terminal: {e}");
     }

@@ -7,6 +7,10 @@
 //!
 //! The loop runs on its own thread (launch.rs): a controller busy for seconds on its
 //! own runtime never delays a key.
+//!
+//! Pastes arrive bracketed (as one `Event::Paste`, never as keys), and whatever was
+//! typed before the first frame is dropped: nobody can mean a key they pressed before
+//! seeing what it would act on.
 
 use std::io;
 use std::time::{Duration, Instant};
@@ -159,6 +163,7 @@ pub async fn run(
                     signals: Some(signals),
                     failed,
                     probe: None,
+                    drain_typeahead: true,
                 },
             )
             .await
@@ -169,6 +174,21 @@ pub async fn run(
     result
 }
 
+/// Drops every terminal event already queued (keys typed, or pasted, while the console
+/// was starting). Called once, right after the first frame, before the key stream is
+/// first polled, so nothing else reads the terminal at the same time.
+fn discard_pending_input() -> io::Result<()> {
+    let mut dropped = 0usize;
+    while crossterm::event::poll(Duration::ZERO)? {
+        let _ = crossterm::event::read()?;
+        dropped += 1;
+    }
+    if dropped > 0 {
+        tracing::info!("dropped {dropped} key(s) typed before the console was on screen");
+    }
+    Ok(())
+}
+
 /// What, besides keys and snapshots, ends or observes the loop.
 pub struct Wake {
     pub signals: Option<Signals>,
@@ -176,6 +196,9 @@ pub struct Wake {
     pub failed: oneshot::Receiver<String>,
     /// Benchmarks: after each frame, the number of keys handled so far and the time.
     pub probe: Option<mpsc::UnboundedSender<(u64, Instant)>>,
+    /// Drop what the terminal queued before the first frame (off where the events do
+    /// not come from the terminal).
+    pub drain_typeahead: bool,
 }
 
 /// The loop proper, over any backend and event stream (benchmarks feed both).
@@ -199,6 +222,7 @@ where
     let mut snapshots_open = true;
     let mut failed_open = true;
     let mut last_draw: Option<Instant> = None;
+    let mut drained = !wake.drain_typeahead;
 
     loop {
         if let Some(message) = panicked() {
@@ -214,6 +238,10 @@ where
                 app.drawn();
                 stats.frames += 1;
                 last_draw = Some(Instant::now());
+                if !drained {
+                    drained = true;
+                    discard_pending_input()?;
+                }
                 if let Some(p) = &wake.probe {
                     let _ = p.send((stats.keys, Instant::now()));
                 }
@@ -245,6 +273,7 @@ where
                     }
                 }
                 Some(Ok(Event::Mouse(m))) => app.on_mouse(m),
+                Some(Ok(Event::Paste(text))) => app.on_paste(&text),
                 Some(Ok(Event::Resize(_, _))) => {
                     terminal.autoresize().map_err(io::Error::other)?;
                     app.mark_dirty();

@@ -116,14 +116,22 @@ async fn approve_reject_and_pause_reach_the_controller() {
     );
     assert!(screen(&mut app).contains(&format!("approved #{first}")));
 
-    // x: reject the next one.
+    // x: reject the next one; it asks first, and takes a reason typed in the popup.
     if let Some(second) = second {
         app.tables.decisions.top();
-        let effects = press(&mut app, "x");
-        let [Effect::Request(r @ Request::Reject { id, .. })] = effects.as_slice() else {
+        assert!(press(&mut app, "x").is_empty(), "x asks before rejecting");
+        let Mode::Confirm(c) = &app.mode else {
+            panic!("{:?}", app.mode)
+        };
+        assert!(c.prompt.starts_with(&format!("Reject decision #{second}")));
+        assert!(screen(&mut app).contains("reason (optional)"));
+        // A reason may start with n or y: while it is typed they are text.
+        assert!(press(&mut app, "not now").is_empty());
+        let effects = enter(&mut app);
+        let [Effect::Request(r @ Request::Reject { id, reason })] = effects.as_slice() else {
             panic!("{effects:?}")
         };
-        assert_eq!(*id, second);
+        assert_eq!((*id, reason.as_str()), (second, "not now"));
         let reply = requests::apply(&mut sim.controller, r.clone(), "console:test").await;
         assert!(reply.is_ok(), "{reply:?}");
         app.on_snapshot(rx.borrow().clone());
@@ -132,24 +140,25 @@ async fn approve_reject_and_pause_reach_the_controller() {
             app.snapshot
                 .history
                 .iter()
-                .any(|e| e.action == Journal::Rejected)
+                .any(|e| e.action == Journal::Rejected && e.detail == "not now")
         );
     }
 
-    // p: pause everything, then p again resumes.
-    let effects = press(&mut app, "p");
-    assert_eq!(effects, [Effect::Request(Request::Pause(Scope::All))]);
-    let reply = requests::apply(
-        &mut sim.controller,
-        Request::Pause(Scope::All),
-        "console:test",
-    )
-    .await;
+    // p: pause everything (after a confirmation; no reason given), then p again resumes.
+    assert!(press(&mut app, "p").is_empty(), "p asks before pausing");
+    let effects = enter(&mut app);
+    let pause_all = Request::Pause {
+        scope: Scope::All,
+        reason: None,
+    };
+    assert_eq!(effects, [Effect::Request(pause_all.clone())]);
+    let reply = requests::apply(&mut sim.controller, pause_all, "console:test").await;
     assert_eq!(reply, Ok("paused disruption: all".into()));
     app.on_snapshot(rx.borrow().clone());
     assert_eq!(app.snapshot.pauses, [Scope::All]);
     assert!(screen(&mut app).contains("PAUSED: all"));
-    let effects = press(&mut app, "p");
+    assert!(press(&mut app, "p").is_empty());
+    let effects = press(&mut app, "y");
     assert_eq!(effects, [Effect::Request(Request::Resume(Scope::All))]);
     requests::apply(
         &mut sim.controller,
@@ -166,19 +175,14 @@ async fn approve_reject_and_pause_reach_the_controller() {
     app.tables.nodepools.top();
     let pool = app.tables.nodepools.selected_row().unwrap().id.clone();
     let effects = press(&mut app, "P");
-    assert_eq!(
-        effects,
-        [Effect::Request(Request::Pause(Scope::NodePool(
-            pool.clone()
-        )))]
-    );
-    requests::apply(
-        &mut sim.controller,
-        Request::Pause(Scope::NodePool(pool.clone())),
-        "console:test",
-    )
-    .await
-    .unwrap();
+    let pause_pool = Request::Pause {
+        scope: Scope::NodePool(pool.clone()),
+        reason: None,
+    };
+    assert_eq!(effects, [Effect::Request(pause_pool.clone())]);
+    requests::apply(&mut sim.controller, pause_pool, "console:test")
+        .await
+        .unwrap();
     app.on_snapshot(rx.borrow().clone());
     assert_eq!(app.snapshot.pauses, [Scope::NodePool(pool)]);
 }
@@ -351,10 +355,11 @@ async fn commands_themes_and_details() {
 async fn help_lists_every_binding_and_the_footer_follows_the_keymap() {
     let snap = frame::demo_snapshot(DEMO_AT).await.unwrap();
     let mut app = frame::app(snap, Theme::default(), false);
-    app.keymap = app
+    let (keymap, problems) = app
         .keymap
-        .overlay("mine.toml", "[keys]\napprove = [\"y\"]\n")
-        .unwrap();
+        .overlay("mine.toml", "[keys]\napprove = [\"y\"]\n");
+    assert!(problems.is_empty(), "{problems:?}");
+    app.keymap = keymap;
     app.show(View::Help);
     let mut text = String::new();
     app.tables.help.move_by(0);
@@ -771,4 +776,196 @@ mod overview_queue_mouse {
             assert!(c.prompt.contains(n.as_str()), "{n} missing in {}", c.prompt);
         }
     }
+}
+fn ctrl(c: char) -> KeyEvent {
+    KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL)
+}
+
+fn special(code: KeyCode) -> KeyEvent {
+    KeyEvent::new(code, KeyModifiers::NONE)
+}
+
+/// What was seen: pasting `ip-10⏎Ay` into the filter approved decisions, because the
+/// newline submitted the prompt and the rest ran as keys. A paste is now text.
+#[tokio::test]
+async fn a_paste_into_the_filter_is_text_and_approves_nothing() {
+    let snap = frame::demo_snapshot(DEMO_AT).await.unwrap();
+    let mut app = frame::app(snap, Theme::default(), false);
+    app.show(View::Disruption);
+    press(&mut app, "/");
+    app.on_paste("ip-10\nAy");
+    let Mode::Filter { input, .. } = &app.mode else {
+        panic!("the paste left the filter prompt: {:?}", app.mode)
+    };
+    assert_eq!(input.text(), "ip-10 Ay");
+    assert!(
+        screen(&mut app)
+            .lines()
+            .last()
+            .unwrap()
+            .contains("/ip-10 Ay")
+    );
+    // Esc leaves the prompt; nothing was sent and nothing asks for confirmation.
+    assert!(app.on_key(special(KeyCode::Esc)).is_empty());
+    assert_eq!(app.mode, Mode::Normal);
+    assert_eq!(app.in_flight, 0);
+
+    // Outside a prompt a paste does nothing but say so.
+    app.on_paste("Ay");
+    assert_eq!(app.mode, Mode::Normal);
+    assert_eq!(app.in_flight, 0);
+    let status = app.status.as_ref().unwrap();
+    assert!(status.text.starts_with("paste ignored"), "{}", status.text);
+
+    // The `:` prompt and a reason field take pastes as text too.
+    press(&mut app, ":");
+    app.on_paste("theme\r\nlight");
+    let Mode::Command { input } = &app.mode else {
+        panic!("{:?}", app.mode)
+    };
+    assert_eq!(input.text(), "theme light");
+}
+
+#[tokio::test]
+async fn prompts_edit_at_the_cursor_with_readline_keys() {
+    let snap = frame::demo_snapshot(DEMO_AT).await.unwrap();
+    let mut app = frame::app(snap, Theme::default(), false);
+    press(&mut app, ":");
+    press(&mut app, "theme drak");
+    app.on_key(ctrl('w'));
+    press(&mut app, "dark");
+    app.on_key(special(KeyCode::Home));
+    app.on_key(special(KeyCode::Delete));
+    press(&mut app, "T");
+    app.on_key(special(KeyCode::Left));
+    app.on_key(special(KeyCode::Delete));
+    press(&mut app, "t");
+    let Mode::Command { input } = &app.mode else {
+        panic!("{:?}", app.mode)
+    };
+    assert_eq!(input.text(), "theme dark");
+    app.on_key(special(KeyCode::End));
+    app.on_key(ctrl('u'));
+    press(&mut app, "theme light");
+    enter(&mut app);
+    assert_eq!(app.theme.name, "light");
+}
+
+#[tokio::test]
+async fn ctrl_c_quits_from_anywhere_even_when_the_keymap_unbinds_it() {
+    let snap = frame::demo_snapshot(DEMO_AT).await.unwrap();
+    let mut app = frame::app(snap, Theme::default(), false);
+    let (keymap, problems) = app.keymap.overlay("mine.toml", "[keys]\nquit = [\"Q\"]\n");
+    assert!(problems.is_empty(), "{problems:?}");
+    app.keymap = keymap;
+    assert_eq!(app.keymap.hint(crate::tui::keymap::Action::Quit), "Q");
+    for open in ["", "/", ":", "x"] {
+        app.show(View::Disruption);
+        app.mode = Mode::Normal;
+        app.quit = false;
+        press(&mut app, open);
+        assert_eq!(app.on_key(ctrl('c')), [Effect::Quit], "after {open:?}");
+        assert!(app.quit);
+    }
+}
+
+#[tokio::test]
+async fn help_closes_with_question_mark_or_esc_back_to_where_it_was_opened() {
+    let snap = frame::demo_snapshot(DEMO_AT).await.unwrap();
+    let mut app = frame::app(snap, Theme::default(), false);
+    app.show(View::Nodes);
+    press(&mut app, "?");
+    assert_eq!(app.view, View::Help);
+    press(&mut app, "?");
+    assert_eq!(app.view, View::Nodes);
+    app.show(View::Disruption);
+    press(&mut app, "?");
+    app.on_key(special(KeyCode::Esc));
+    assert_eq!(app.view, View::Disruption);
+}
+
+/// Reject and pause-all ask by default, and the reason typed in the popup reaches the
+/// journal and the controller's Event.
+#[tokio::test]
+async fn a_pause_reason_typed_in_the_popup_reaches_the_journal_and_the_event() {
+    let (mut sim, rx) = frame::demo_simulation(DEMO_AT).await.unwrap();
+    let mut app = frame::app(rx.borrow().clone(), Theme::default(), false);
+    assert!(press(&mut app, "p").is_empty(), "p asks before pausing");
+    app.on_paste("db migration\n");
+    press(&mut app, " tonight");
+    let effects = enter(&mut app);
+    let [Effect::Request(r)] = effects.as_slice() else {
+        panic!("{effects:?}")
+    };
+    assert_eq!(
+        *r,
+        Request::Pause {
+            scope: Scope::All,
+            reason: Some("db migration tonight".into())
+        }
+    );
+    requests::apply(&mut sim.controller, r.clone(), "console:test")
+        .await
+        .unwrap();
+    let snap = rx.borrow().clone();
+    assert!(
+        snap.history.iter().any(|e| e.action == Journal::Paused
+            && e.actor == "console:test"
+            && e.note.as_deref() == Some("db migration tonight")),
+        "{:?}",
+        snap.history.first()
+    );
+    assert!(
+        snap.events.iter().any(|e| e.kind.to_string()
+            == "disruption paused (all) by console:test: db migration tonight"),
+        "{:?}",
+        snap.events
+            .iter()
+            .rev()
+            .take(3)
+            .map(|e| e.kind.to_string())
+            .collect::<Vec<_>>()
+    );
+}
+
+/// What was seen: the built-in demo printed an Error by itself at 08:30 ("approve: no
+/// pending decision"): its scripted operator found nothing waiting. Under every approval
+/// mode the console offers, the demo's timeline runs without an error.
+#[tokio::test]
+async fn the_builtin_demo_never_errors_by_itself() {
+    use crate::cluster::scenario;
+    use crate::control::events::EventKind;
+    use crate::simulation::{Options, Pace, Simulation};
+    let demo = scenario::parse("demo", scenario::DEMO).unwrap();
+    for approval in [None, Some("manual"), Some("auto")] {
+        let opts = Options {
+            approval: approval.map(|a| vec![a.to_string()]),
+            ..Options::default()
+        };
+        let mut sim = Simulation::new(&demo, &opts, Pace::Virtual).unwrap();
+        let until = sim.start() + chrono::TimeDelta::minutes(10);
+        let mut errors = Vec::new();
+        sim.run_until(until, |e| {
+            if let EventKind::Error { message } = &e.kind {
+                errors.push(format!("{:.0}s: {message}", e.t));
+            }
+        })
+        .await;
+        assert!(errors.is_empty(), "approval {approval:?}: {errors:#?}");
+    }
+}
+
+#[tokio::test]
+async fn several_problems_at_start_show_the_first_and_count_the_rest() {
+    let snap = frame::demo_snapshot(DEMO_AT).await.unwrap();
+    let mut app = frame::app(snap, Theme::default(), false);
+    app.warn_all(&[
+        "keymap k.toml line 2: keys.apprvoe: no such action".into(),
+        "config c.toml line 3: colour: not a setting".into(),
+    ]);
+    let footer = screen(&mut app).lines().last().unwrap().to_string();
+    assert!(
+        footer.contains("keymap k.toml line 2: keys.apprvoe: no such action (+1 more"),
+        "{footer}"
+    );
 }

@@ -1,14 +1,19 @@
 //! Themes: every colour the console draws comes from one named style slot, and a theme is
 //! a TOML file that sets those slots (themes/*.toml are built in; a user's themes
-//! directory is searched first). A bad file never stops the console: the error names the
-//! file, the key and the value, and the default theme is used instead. `NO_COLOR` (any
+//! directory is searched first). A bad file never stops the console: each mistake is
+//! reported with its file, line, key and value, and only that colour (or slot) falls
+//! back to the default theme's. `NO_COLOR` (any
 //! non-empty value, per no-color.org) strips every colour and keeps bold/reverse, so the
 //! selection stays visible on a monochrome terminal.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use ratatui::style::{Color, Modifier, Style};
 use serde::Deserialize;
+use toml::Spanned;
+
+use crate::tui::problems::{self, Problem};
 
 /// The built-in themes, in the order `:theme` lists them.
 pub const BUILTIN: [(&str, &str); 4] = [
@@ -24,22 +29,19 @@ pub const BUILTIN: [(&str, &str); 4] = [
 /// The default theme's name.
 pub const DEFAULT: &str = "dark";
 
-/// What a theme file may say about one slot.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// What a theme file may say about one slot (only the parts that are right).
+#[derive(Clone, Debug, Default)]
 struct StyleSpec {
     fg: Option<String>,
     bg: Option<String>,
-    #[serde(default)]
     bold: bool,
-    #[serde(default)]
     italic: bool,
-    #[serde(default)]
     underline: bool,
-    #[serde(default)]
     dim: bool,
-    #[serde(default)]
     reversed: bool,
+    /// The file's fg / bg was not a colour: keep the base theme's.
+    bad_fg: bool,
+    bad_bg: bool,
 }
 
 macro_rules! slots {
@@ -48,16 +50,23 @@ macro_rules! slots {
         #[derive(Clone, Debug, PartialEq)]
         pub struct Styles { $($(#[$doc])* pub $name: Style,)* }
 
-        #[derive(Debug, Default, Deserialize)]
-        #[serde(deny_unknown_fields)]
+        #[derive(Debug, Default)]
         struct StylesFile { $($name: Option<StyleSpec>,)* }
 
         impl StylesFile {
-            fn resolve(&self, file: &str, base: &Styles) -> Result<Styles, ThemeError> {
-                Ok(Styles { $($name: match &self.$name {
-                    Some(spec) => spec.style(file, stringify!($name))?,
+            /// Sets a slot by its file name; false when there is no such slot.
+            fn set(&mut self, name: &str, spec: StyleSpec) -> bool {
+                match name {
+                    $(stringify!($name) => { self.$name = Some(spec); true })*
+                    _ => false,
+                }
+            }
+
+            fn resolve(&self, base: &Styles) -> Styles {
+                Styles { $($name: match &self.$name {
+                    Some(spec) => spec.style(base.$name),
                     None => base.$name,
-                },)* })
+                },)* }
             }
         }
 
@@ -124,28 +133,22 @@ pub struct Theme {
     pub styles: Styles,
 }
 
+/// A theme file as written, every key with where it is.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
 struct ThemeFile {
-    name: Option<String>,
+    name: Option<toml::Value>,
     #[serde(default)]
-    styles: StylesFile,
+    styles: BTreeMap<Spanned<String>, Spanned<toml::Value>>,
 }
 
-/// Why a theme could not be used: names the file, and the key and value when one is bad.
+/// The colour forms a theme may use, for messages.
+const COLOUR_FORMS: &str = "use \"#rrggbb\", a name such as \"red\" or \"reset\", or 0-255";
+
+/// Why a theme could not be used at all (a strict parse lists every problem).
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum ThemeError {
-    #[error("theme {file}: {message}")]
-    Syntax { file: String, message: String },
-    #[error(
-        "theme {file}: styles.{slot}.{field} = {value:?}: not a colour (use \"#rrggbb\", a name such as \"red\" or \"reset\", or 0-255)"
-    )]
-    Colour {
-        file: String,
-        slot: String,
-        field: &'static str,
-        value: String,
-    },
+    #[error("{}", .0.iter().map(Problem::to_string).collect::<Vec<_>>().join("; "))]
+    Invalid(Vec<Problem>),
     #[error("theme {name:?} not found (built in: {builtin}; also searched {searched})")]
     NotFound {
         name: String,
@@ -157,27 +160,95 @@ pub enum ThemeError {
 }
 
 impl StyleSpec {
-    fn style(&self, file: &str, slot: &str) -> Result<Style, ThemeError> {
-        let colour =
-            |field: &'static str, v: &Option<String>| -> Result<Option<Color>, ThemeError> {
-                match v {
-                    None => Ok(None),
-                    Some(text) => parse_colour(text)
-                        .map(Some)
-                        .ok_or_else(|| ThemeError::Colour {
-                            file: file.to_string(),
-                            slot: slot.to_string(),
-                            field,
-                            value: text.clone(),
-                        }),
+    /// Reads one slot's table, keeping every field that is right.
+    fn read(
+        file: &str,
+        text: &str,
+        slot: &Spanned<String>,
+        value: &toml::Value,
+        problems: &mut Vec<Problem>,
+    ) -> Option<StyleSpec> {
+        let at = |key: String, reason: String| {
+            Problem::at("theme", file, text, slot.span().start, Some(key), reason)
+        };
+        let slot_name = slot.get_ref();
+        let toml::Value::Table(fields) = value else {
+            problems.push(at(
+                format!("styles.{slot_name}"),
+                format!(
+                    "expected a table such as {{ fg = \"red\", bold = true }}, found {}",
+                    problems::kind_of(value)
+                ),
+            ));
+            return None;
+        };
+        let mut spec = StyleSpec::default();
+        for (field, v) in fields {
+            let key = format!("styles.{slot_name}.{field}");
+            match (field.as_str(), v) {
+                ("fg" | "bg", toml::Value::String(c)) if parse_colour(c).is_some() => {
+                    if field == "fg" {
+                        spec.fg = Some(c.clone());
+                    } else {
+                        spec.bg = Some(c.clone());
+                    }
                 }
-            };
-        let mut style = Style::default();
-        if let Some(c) = colour("fg", &self.fg)? {
-            style = style.fg(c);
+                ("fg" | "bg", toml::Value::Integer(i)) if (0..=255).contains(i) => {
+                    let c = Some(i.to_string());
+                    if field == "fg" {
+                        spec.fg = c;
+                    } else {
+                        spec.bg = c;
+                    }
+                }
+                ("fg" | "bg", bad) => {
+                    if field == "fg" {
+                        spec.bad_fg = true;
+                    } else {
+                        spec.bad_bg = true;
+                    }
+                    let what = match bad {
+                        toml::Value::String(c) => format!("\"{c}\" is not a colour"),
+                        other => format!("expected a colour, found {}", problems::kind_of(other)),
+                    };
+                    problems.push(at(key, format!("{what} ({COLOUR_FORMS})")));
+                }
+                (
+                    "bold" | "italic" | "underline" | "dim" | "reversed",
+                    toml::Value::Boolean(on),
+                ) => match field.as_str() {
+                    "bold" => spec.bold = *on,
+                    "italic" => spec.italic = *on,
+                    "underline" => spec.underline = *on,
+                    "dim" => spec.dim = *on,
+                    _ => spec.reversed = *on,
+                },
+                ("bold" | "italic" | "underline" | "dim" | "reversed", other) => problems.push(at(
+                    key,
+                    format!("expected true or false, found {}", problems::kind_of(other)),
+                )),
+                _ => problems.push(at(
+                    key,
+                    "not a style field (fg, bg, bold, italic, underline, dim, reversed)".into(),
+                )),
+            }
         }
-        if let Some(c) = colour("bg", &self.bg)? {
-            style = style.bg(c);
+        Some(spec)
+    }
+
+    /// The slot's style: as the file says, except that a colour whose value was wrong
+    /// keeps `base`'s (so one bad colour changes nothing else).
+    fn style(&self, base: Style) -> Style {
+        let mut style = Style::default();
+        match self.fg.as_deref().and_then(parse_colour) {
+            Some(c) => style = style.fg(c),
+            None if self.bad_fg => style.fg = base.fg,
+            None => {}
+        }
+        match self.bg.as_deref().and_then(parse_colour) {
+            Some(c) => style = style.bg(c),
+            None if self.bad_bg => style.bg = base.bg,
+            None => {}
         }
         let mut m = Modifier::empty();
         for (on, bit) in [
@@ -191,7 +262,7 @@ impl StyleSpec {
                 m |= bit;
             }
         }
-        Ok(style.add_modifier(m))
+        style.add_modifier(m)
     }
 }
 
@@ -232,31 +303,110 @@ pub fn parse_colour(text: &str) -> Option<Color> {
 }
 
 impl Theme {
-    /// Parses a theme file; slots it leaves out come from the default theme.
+    /// Parses a theme file strictly (every problem is an error): slots it leaves out
+    /// come from the default theme. For the built-in themes and tests.
     pub fn parse(file: &str, text: &str) -> Result<Theme, ThemeError> {
-        let base = Theme::default();
-        Theme::parse_over(file, text, &base.styles)
+        let (theme, problems) = Theme::read(file, text);
+        if problems.is_empty() {
+            Ok(theme)
+        } else {
+            Err(ThemeError::Invalid(problems))
+        }
     }
 
-    fn parse_over(file: &str, text: &str, base: &Styles) -> Result<Theme, ThemeError> {
-        let parsed: ThemeFile = toml::from_str(text).map_err(|e| ThemeError::Syntax {
-            file: file.to_string(),
-            message: e.to_string().trim_end().replace('\n', " | "),
-        })?;
-        let name = parsed.name.unwrap_or_else(|| {
+    /// Reads a theme file as a user wrote it: every slot and colour that is right is
+    /// used, each mistake is listed, and what it got wrong stays as the default theme
+    /// has it. A file that is not TOML is the default theme and one problem.
+    pub fn read(file: &str, text: &str) -> (Theme, Vec<Problem>) {
+        let base = Theme::default();
+        Theme::read_over(file, text, &base.styles)
+    }
+
+    fn read_over(file: &str, text: &str, base: &Styles) -> (Theme, Vec<Problem>) {
+        let stem = || {
             Path::new(file)
                 .file_stem()
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_else(|| file.to_string())
-        });
-        Ok(Theme {
+        };
+        let parsed = toml::from_str::<BTreeMap<Spanned<String>, serde::de::IgnoredAny>>(text)
+            .and_then(|top| Ok((top, toml::from_str::<ThemeFile>(text)?)));
+        let (top, parsed) = match parsed {
+            Ok(p) => p,
+            Err(e) => {
+                let mut p = Problem::toml("theme", file, text, &e);
+                p.reason.push_str("; the file is not used");
+                let theme = Theme {
+                    name: stem(),
+                    styles: base.clone(),
+                };
+                return (theme, vec![p]);
+            }
+        };
+        let mut problems = Vec::new();
+        for key in top.keys() {
+            if !matches!(key.get_ref().as_str(), "name" | "styles") {
+                problems.push(Problem::at(
+                    "theme",
+                    file,
+                    text,
+                    key.span().start,
+                    Some(key.get_ref().clone()),
+                    "not a theme setting (settings: name, styles)".into(),
+                ));
+            }
+        }
+        let name = match parsed.name {
+            Some(toml::Value::String(n)) => n,
+            Some(other) => {
+                let at = top
+                    .keys()
+                    .find(|k| k.get_ref() == "name")
+                    .map_or(0, |k| k.span().start);
+                problems.push(Problem::at(
+                    "theme",
+                    file,
+                    text,
+                    at,
+                    Some("name".into()),
+                    format!("expected a string, found {}", problems::kind_of(&other)),
+                ));
+                stem()
+            }
+            None => stem(),
+        };
+        let mut styles = StylesFile::default();
+        let mut slots: Vec<_> = parsed.styles.iter().collect();
+        slots.sort_by_key(|(k, _)| k.span().start);
+        for (slot, value) in slots {
+            let Some(spec) = StyleSpec::read(file, text, slot, value.get_ref(), &mut problems)
+            else {
+                continue;
+            };
+            if !styles.set(slot.get_ref(), spec) {
+                problems.push(Problem::at(
+                    "theme",
+                    file,
+                    text,
+                    slot.span().start,
+                    Some(format!("styles.{}", slot.get_ref())),
+                    format!("no such style slot (slots: {})", SLOTS.join(", ")),
+                ));
+            }
+        }
+        let theme = Theme {
             name,
-            styles: parsed.styles.resolve(file, base)?,
-        })
+            styles: styles.resolve(base),
+        };
+        (theme, problems)
     }
 
-    /// Finds a theme by name (user directory first, then built in) or by path.
-    pub fn load(name_or_path: &str, user_dir: Option<&Path>) -> Result<Theme, ThemeError> {
+    /// Finds a theme by name (user directory first, then built in) or by path, with the
+    /// problems of its file. Fails only when there is no such theme or it cannot be read.
+    pub fn load(
+        name_or_path: &str,
+        user_dir: Option<&Path>,
+    ) -> Result<(Theme, Vec<Problem>), ThemeError> {
         let looks_like_path = name_or_path.contains('/') || name_or_path.ends_with(".toml");
         let mut searched = Vec::new();
         let candidate: Option<PathBuf> = if looks_like_path {
@@ -272,11 +422,11 @@ impl Theme {
                     file: file.clone(),
                     message: e.to_string(),
                 })?;
-                return Theme::parse(&file, &text);
+                return Ok(Theme::read(&file, &text));
             }
         }
         match BUILTIN.iter().find(|(n, _)| *n == name_or_path) {
-            Some((n, text)) => Theme::parse(&format!("themes/{n}.toml"), text),
+            Some((n, text)) => Ok(Theme::read(&format!("themes/{n}.toml"), text)),
             None => Err(ThemeError::NotFound {
                 name: name_or_path.to_string(),
                 builtin: BUILTIN.map(|(n, _)| n).join(", "),
@@ -336,10 +486,7 @@ impl Default for Theme {
     /// fail; a minimal fallback keeps even a broken build drawable.
     fn default() -> Theme {
         let fallback = Styles::plain();
-        Theme::parse_over("themes/dark.toml", BUILTIN[0].1, &fallback).unwrap_or(Theme {
-            name: DEFAULT.into(),
-            styles: fallback,
-        })
+        Theme::read_over("themes/dark.toml", BUILTIN[0].1, &fallback).0
     }
 }
 
@@ -397,7 +544,8 @@ mod tests {
 
     #[test]
     fn transparent_theme_keeps_the_terminal_background() {
-        let t = Theme::load("transparent", None).unwrap();
+        let (t, problems) = Theme::load("transparent", None).unwrap();
+        assert!(problems.is_empty(), "{problems:?}");
         for s in [t.styles.base, t.styles.header, t.styles.popup] {
             assert!(matches!(s.bg, None | Some(Color::Reset)), "{s:?}");
         }
@@ -411,12 +559,50 @@ mod tests {
     }
 
     #[test]
-    fn a_bad_colour_names_the_key_and_value() {
+    fn a_bad_colour_names_the_line_key_and_value() {
         let e = Theme::parse("mine.toml", "[styles]\nheader = { fg = \"#zzzzzz\" }\n").unwrap_err();
         assert_eq!(
             e.to_string(),
-            "theme mine.toml: styles.header.fg = \"#zzzzzz\": not a colour (use \"#rrggbb\", a name such as \"red\" or \"reset\", or 0-255)"
+            "theme mine.toml line 2: styles.header.fg: \"#zzzzzz\" is not a colour (use \"#rrggbb\", a name such as \"red\" or \"reset\", or 0-255)"
         );
+    }
+
+    /// What was seen: the first mistake dropped the whole theme.
+    #[test]
+    fn every_mistake_is_listed_and_only_the_bad_colour_falls_back() {
+        let text = "[styles]\n\
+                    header = { fg = \"red\", bg = \"nope\" }\n\
+                    hedaer = { fg = \"red\" }\n\
+                    key = { fg = \"blue\", blink = true }\n\
+                    ok = \"green\"\n";
+        let (t, problems) = Theme::read("mine.toml", text);
+        let m: Vec<String> = problems.iter().map(Problem::to_string).collect();
+        assert_eq!(m.len(), 4, "{m:#?}");
+        assert!(
+            m[0].starts_with("theme mine.toml line 2: styles.header.bg: \"nope\" is not a colour"),
+            "{}",
+            m[0]
+        );
+        assert!(
+            m[1].starts_with("theme mine.toml line 3: styles.hedaer: no such style slot"),
+            "{}",
+            m[1]
+        );
+        assert!(
+            m[2].starts_with("theme mine.toml line 4: styles.key.blink: not a style field"),
+            "{}",
+            m[2]
+        );
+        assert!(
+            m[3].starts_with("theme mine.toml line 5: styles.ok: expected a table"),
+            "{}",
+            m[3]
+        );
+        let dark = Theme::default();
+        assert_eq!(t.styles.header.fg, Some(Color::Red));
+        assert_eq!(t.styles.header.bg, dark.styles.header.bg);
+        assert_eq!(t.styles.key.fg, Some(Color::Blue));
+        assert_eq!(t.styles.ok, dark.styles.ok);
     }
 
     #[test]
@@ -435,7 +621,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            Theme::load("dark", Some(dir.path())).unwrap().name,
+            Theme::load("dark", Some(dir.path())).unwrap().0.name,
             "my dark"
         );
         let e = Theme::load("solarized", Some(dir.path()))

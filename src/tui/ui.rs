@@ -4,10 +4,11 @@
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
-use crate::tui::app::{App, Mode, Regions};
+use crate::tui::app::{App, LineInput, Mode, Regions};
 use crate::tui::format;
 use crate::tui::views::{self, View};
 use crate::tui::widgets::popup::centered;
@@ -76,18 +77,29 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
             );
         }
         Mode::Confirm(c) => {
-            let w = (c.prompt.chars().count() as u16 + 6).clamp(30, body.width);
-            let r = centered(body, w, 5);
-            frame.render_widget(Clear, r);
-            let lines = vec![
-                Line::styled(c.prompt.as_str(), styles.danger),
-                Line::from(vec![
+            let w = (c.prompt.chars().count() as u16 + 6).clamp(44, body.width);
+            let mut lines = vec![Line::styled(c.prompt.as_str(), styles.danger)];
+            match &c.reason {
+                Some(reason) => {
+                    let mut field = vec![Span::styled("reason (optional): ", styles.muted)];
+                    field.extend(typed(reason, styles.footer, styles.key));
+                    lines.push(Line::from(field));
+                    lines.push(Line::from(vec![
+                        Span::styled("enter", styles.key),
+                        Span::styled(" confirm   ", styles.footer),
+                        Span::styled("esc", styles.key),
+                        Span::styled(" cancel", styles.footer),
+                    ]));
+                }
+                None => lines.push(Line::from(vec![
                     Span::styled("y", styles.key),
                     Span::styled("/enter confirm   ", styles.footer),
                     Span::styled("n", styles.key),
                     Span::styled("/esc cancel", styles.footer),
-                ]),
-            ];
+                ])),
+            }
+            let r = centered(body, w, lines.len() as u16 + 3);
+            frame.render_widget(Clear, r);
             frame.render_widget(
                 Paragraph::new(lines)
                     .wrap(Wrap { trim: true })
@@ -178,26 +190,26 @@ fn draw_footer(frame: &mut Frame, area: Rect, app: &App) {
     let s = &app.theme.styles;
     let line = match &app.mode {
         Mode::Filter { input, .. } => {
-            let mut v = vec![
-                Span::styled("/", s.key),
-                Span::styled(input.as_str(), s.footer),
-                Span::styled("▏", s.key),
-                Span::styled("   enter keep  esc cancel  (regex; ! inverts)", s.muted),
-            ];
+            let mut v = vec![Span::styled("/", s.key)];
+            v.extend(typed(input, s.footer, s.key));
+            v.push(Span::styled(
+                "   enter keep  esc cancel  (regex; ! inverts)",
+                s.muted,
+            ));
             if let Some(st) = &app.status {
                 v.push(Span::styled(format!("   {}", st.text), s.bad));
             }
             Line::from(v)
         }
-        Mode::Command { input } => Line::from(vec![
-            Span::styled(":", s.key),
-            Span::styled(input.as_str(), s.footer),
-            Span::styled("▏", s.key),
-            Span::styled(
+        Mode::Command { input } => {
+            let mut v = vec![Span::styled(":", s.key)];
+            v.extend(typed(input, s.footer, s.key));
+            v.push(Span::styled(
                 "   nodepool NAME · pause [POOL] · resume [POOL] · theme NAME · q",
                 s.muted,
-            ),
-        ]),
+            ));
+            Line::from(v)
+        }
         _ => match &app.status {
             Some(st) => Line::styled(format!(" {}", st.text), if st.error { s.bad } else { s.ok }),
             None => {
@@ -219,6 +231,16 @@ fn draw_footer(frame: &mut Frame, area: Rect, app: &App) {
         },
     };
     frame.render_widget(Paragraph::new(line).style(s.footer), area);
+}
+
+/// A line being typed, with the cursor where it is.
+fn typed(input: &LineInput, text: Style, cursor: Style) -> Vec<Span<'static>> {
+    let (before, after) = input.split();
+    vec![
+        Span::styled(before, text),
+        Span::styled("▏", cursor),
+        Span::styled(after, text),
+    ]
 }
 
 /// The footer's word for an action.

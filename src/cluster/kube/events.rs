@@ -124,7 +124,7 @@ pub fn spawn(
             let (event, ns) = event(&notice, &identity, chrono::Utc::now());
             let api: Api<Event> = Api::namespaced(client.clone(), &ns);
             if let Err(e) = api.create(&PostParams::default(), &event).await {
-                tracing::info!("event {} on {:?}: {e}", notice.reason, notice.regarding);
+                tracing::info!("event {} on {}: {e}", notice.reason, notice.regarding);
             }
         }
     })

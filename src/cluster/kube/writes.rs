@@ -377,7 +377,7 @@ impl Writer {
                 }
             }
             other => Err(ClusterError::Api(format!(
-                "annotations on {other:?} are not part of the protocol"
+                "annotations on {other} are not part of the protocol"
             ))),
         }
     }

@@ -303,7 +303,7 @@ impl SimCluster {
             }
             other => {
                 return Err(ClusterError::Api(format!(
-                    "annotations on {other:?} are not part of the protocol"
+                    "annotations on {other} are not part of the protocol"
                 )));
             }
         }

@@ -435,6 +435,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                 Action::Paused => EventKind::DisruptionPaused {
                     scope: e.detail,
                     actor: e.actor,
+                    reason: e.note,
                 },
                 Action::Resumed => EventKind::DisruptionResumed {
                     scope: e.detail,

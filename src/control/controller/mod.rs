@@ -509,9 +509,16 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         Ok(())
     }
 
-    pub async fn pause(&mut self, scope: Scope, actor: &str) -> Result<(), ActionError> {
+    /// Pauses voluntary disruption in a scope; `reason` (the operator's words, if any)
+    /// goes into the journal and the DisruptionPaused Event.
+    pub async fn pause(
+        &mut self,
+        scope: Scope,
+        reason: Option<&str>,
+        actor: &str,
+    ) -> Result<(), ActionError> {
         let now = self.now();
-        let result = self.disruption.pause(scope.clone(), actor, now);
+        let result = self.disruption.pause(scope.clone(), reason, actor, now);
         self.drain_outbox();
         result?;
         self.write_pause(&scope, Some(actor)).await;

@@ -119,10 +119,15 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             Some(pool) => ObjectRef::NodePool(pool.to_string()),
             None => ObjectRef::Settings,
         };
+        let because = e
+            .note
+            .as_ref()
+            .map(|n| format!(": {n}"))
+            .unwrap_or_default();
         self.notice(
             target,
             reason,
-            format!("{} {verb} disruption of {}", e.actor, e.detail),
+            format!("{} {verb} disruption of {}{because}", e.actor, e.detail),
             false,
         );
     }

@@ -147,7 +147,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             {
                 continue;
             }
-            if let Err(e) = self.disruption.pause(scope.clone(), actor, now) {
+            if let Err(e) = self.disruption.pause(scope.clone(), None, actor, now) {
                 self.error(format!("pause {scope} asked by {actor}: {e}"));
             }
         }

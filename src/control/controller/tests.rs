@@ -444,7 +444,7 @@ fn a_restart_keeps_decision_ids_and_pauses_and_annotations_approve() {
     let id = s.controller.pending_decisions()[0];
     assert_eq!(id, 42);
     let pool = Scope::NodePool("default".into());
-    rt().block_on(s.controller.pause(pool.clone(), "console:bob"))
+    rt().block_on(s.controller.pause(pool.clone(), None, "console:bob"))
         .expect("pause");
 
     s.restart_controller().expect("restart");

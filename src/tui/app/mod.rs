@@ -5,6 +5,7 @@
 //! mode and asks for confirmation (operator.rs); the filter box, `:` commands,
 //! confirmations and the details popup take keys in prompts.rs.
 
+mod line_input;
 mod mouse;
 mod operator;
 mod prompts;
@@ -16,7 +17,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crossterm::event::KeyEvent;
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use crate::control::approvals::Scope;
 use crate::control::controller::Snapshot;
@@ -26,6 +27,8 @@ use crate::tui::logpane::LogPane;
 use crate::tui::theme::Theme;
 use crate::tui::views::{self, Details, View};
 use crate::tui::widgets::table::TableView;
+
+pub use line_input::{Edit, LineInput};
 
 /// What the event loop must do after a key.
 #[derive(Clone, Debug, PartialEq)]
@@ -46,11 +49,15 @@ pub struct Status {
     pub since: Instant,
 }
 
-/// A dangerous request waiting for y/n.
+/// A dangerous request waiting for the operator's yes or no.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Confirm {
     pub prompt: String,
     pub request: Request,
+    /// For reject and pause: the operator's reason, typed in the popup (optional; it
+    /// goes into the journal and the Event). While it is there, enter confirms and esc
+    /// cancels, and every other key is text, so a reason can start with "n" or "y".
+    pub reason: Option<LineInput>,
 }
 
 /// What keys go to.
@@ -59,11 +66,11 @@ pub enum Mode {
     Normal,
     /// Typing a filter; the previous one is restored on esc.
     Filter {
-        input: String,
+        input: LineInput,
         previous: Option<String>,
     },
     Command {
-        input: String,
+        input: LineInput,
     },
     Confirm(Confirm),
     Details(Details),
@@ -80,10 +87,14 @@ pub struct Settings {
     pub no_color: bool,
 }
 
+/// The actions that ask first unless the config says otherwise: the ones that are hard
+/// to take back with one more key (approve-all always asks, whatever the config says).
+pub const DEFAULT_CONFIRM: &[Action] = &[Action::ApproveAll, Action::Reject, Action::Pause];
+
 impl Default for Settings {
     fn default() -> Settings {
         Settings {
-            confirm: [Action::ApproveAll].into_iter().collect(),
+            confirm: DEFAULT_CONFIRM.iter().copied().collect(),
             themes_dir: None,
             no_color: false,
         }
@@ -131,6 +142,8 @@ impl Tables {
 pub struct App {
     pub snapshot: Arc<Snapshot>,
     pub view: View,
+    /// The view help was opened from: `?` or esc in help goes back there.
+    before_help: View,
     pub tables: Tables,
     /// Views whose rows predate the snapshot.
     stale: BTreeSet<View>,
@@ -192,6 +205,7 @@ impl App {
         let mut app = App {
             snapshot,
             view: View::Overview,
+            before_help: View::Overview,
             tables: Tables::default(),
             stale: View::ALL.iter().copied().collect(),
             overview: None,
@@ -288,6 +302,23 @@ impl App {
         self.show_status(text, true);
     }
 
+    /// Reports several problems at once (a config file's mistakes at start): each goes
+    /// to the log pane, and the footer shows the first and how many more there are,
+    /// rather than only the last one.
+    pub fn warn_all(&mut self, problems: &[String]) {
+        for p in problems {
+            tracing::warn!("{p}");
+        }
+        match problems {
+            [] => {}
+            [one] => self.show_status(one.clone(), true),
+            [first, rest @ ..] => self.show_status(
+                format!("{first} (+{} more in the Events view's log)", rest.len()),
+                true,
+            ),
+        }
+    }
+
     fn show_status(&mut self, text: String, error: bool) {
         self.status = Some(Status {
             text,
@@ -316,14 +347,22 @@ impl App {
     }
 
     pub fn show(&mut self, view: View) {
+        if view == View::Help && self.view != View::Help {
+            self.before_help = self.view;
+        }
         self.view = view;
         self.refresh();
         self.dirty = true;
     }
 
-    /// Handles one key. Returns what the event loop must do.
+    /// Handles one key. Returns what the event loop must do. ctrl-c quits from
+    /// anywhere, whatever the keymap says: the one key that cannot be unbound.
     pub fn on_key(&mut self, key: KeyEvent) -> Vec<Effect> {
         self.dirty = true;
+        if key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL) {
+            self.quit = true;
+            return vec![Effect::Quit];
+        }
         match std::mem::replace(&mut self.mode, Mode::Normal) {
             Mode::Normal => self.normal_key(key),
             Mode::Filter { input, previous } => self.filter_key(key, input, previous),
@@ -358,7 +397,10 @@ impl App {
             Action::ViewPending => self.show(View::Pending),
             Action::ViewDisruption => self.show(View::Disruption),
             Action::ViewEvents => self.show(View::Events),
-            Action::ViewHelp | Action::Help => self.show(View::Help),
+            Action::ViewHelp => self.show(View::Help),
+            // `?` toggles: in help it goes back to where help was opened.
+            Action::Help if view == View::Help => self.show(self.before_help),
+            Action::Help => self.show(View::Help),
             Action::Down | Action::Up | Action::PageDown | Action::PageUp => {
                 if let Some(t) = self.tables.get_mut(view) {
                     let step = match action {
@@ -384,7 +426,7 @@ impl App {
                 if let Some(t) = self.tables.get(view) {
                     let previous = t.filter().map(|f| f.text.clone());
                     self.mode = Mode::Filter {
-                        input: previous.clone().unwrap_or_default(),
+                        input: LineInput::new(previous.as_deref().unwrap_or_default()),
                         previous,
                     };
                 } else {
@@ -393,7 +435,7 @@ impl App {
             }
             Action::Command => {
                 self.mode = Mode::Command {
-                    input: String::new(),
+                    input: LineInput::default(),
                 }
             }
             Action::Sort | Action::SortReverse => {
@@ -427,6 +469,8 @@ impl App {
                 {
                     t.set_filter(None);
                     self.say("filter cleared".into());
+                } else if view == View::Help {
+                    self.show(self.before_help);
                 }
             }
             Action::Approve => return self.approve_selected(),

@@ -1,8 +1,9 @@
 //! Operator actions: approve, approve all, reject, pause and resume. Every one passes
 //! through `App::dangerous`, the one gate that refuses them in read-only mode and asks
-//! for confirmation where configured (approve-all always asks).
+//! for confirmation where configured (approve-all always asks; reject and pause-all ask
+//! by default). The confirmation of a reject or a pause takes an optional reason.
 
-use super::{App, Confirm, Effect, Mode};
+use super::{App, Confirm, Effect, LineInput, Mode};
 use crate::control::approvals::Scope;
 use crate::tui::console::Request;
 use crate::tui::keymap::Action;
@@ -28,7 +29,12 @@ impl App {
         }
         // Approving many at once always asks, whatever the config says.
         if self.settings.confirm.contains(&action) || action == Action::ApproveAll {
-            self.mode = Mode::Confirm(Confirm { prompt, request });
+            let reason = request.takes_reason().then(LineInput::default);
+            self.mode = Mode::Confirm(Confirm {
+                prompt,
+                request,
+                reason,
+            });
             return Vec::new();
         }
         self.send(request)
@@ -163,7 +169,13 @@ impl App {
         let (request, verb) = if paused {
             (Request::Resume(scope.clone()), "Resume")
         } else {
-            (Request::Pause(scope.clone()), "Pause")
+            (
+                Request::Pause {
+                    scope: scope.clone(),
+                    reason: None,
+                },
+                "Pause",
+            )
         };
         self.dangerous(action, request, format!("{verb} disruption of {scope}?"))
     }

@@ -1,11 +1,12 @@
 //! Keys while the operator is typing or answering: the filter box, `:` commands, the
-//! y/n confirmation and the details popup.
+//! confirmation (y/n, or a reason and enter) and the details popup. Every text field
+//! edits through `LineInput`, and a paste lands there as text (`App::on_paste`).
 
 use std::time::Instant;
 
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use crossterm::event::{KeyCode, KeyEvent};
 
-use super::{App, Confirm, Effect, Mode, Status};
+use super::{App, Confirm, Edit, Effect, LineInput, Mode, Status};
 use crate::control::approvals::Scope;
 use crate::tui::keymap::Action;
 use crate::tui::theme::Theme;
@@ -13,30 +14,63 @@ use crate::tui::views::{Details, View};
 use crate::tui::widgets::table::Filter;
 
 impl App {
+    /// A paste (bracketed paste: the terminal marks it, so it never arrives as keys):
+    /// text for the prompt it lands in, with line breaks turned into spaces so it can
+    /// never submit; outside a prompt it is dropped with a message.
+    pub fn on_paste(&mut self, text: &str) {
+        self.dirty = true;
+        match &mut self.mode {
+            Mode::Filter { input, .. } => {
+                input.insert(text);
+                self.filter_changed();
+            }
+            Mode::Command { input } => input.insert(text),
+            Mode::Confirm(Confirm {
+                reason: Some(input),
+                ..
+            }) => input.insert(text),
+            _ => self.warn(
+                "paste ignored: pasted text only goes into a prompt (/ filter, : command, a reason)"
+                    .into(),
+            ),
+        }
+    }
+
     pub(super) fn filter_key(
         &mut self,
         key: KeyEvent,
-        mut input: String,
+        mut input: LineInput,
         previous: Option<String>,
     ) -> Vec<Effect> {
         let view = self.view;
-        match key.code {
-            KeyCode::Esc => {
+        match (key.code, input.key(&key)) {
+            (KeyCode::Esc, _) => {
                 let restored = previous.as_deref().and_then(|p| Filter::parse(p).ok());
                 if let Some(t) = self.tables.get_mut(view) {
                     t.set_filter(restored);
                 }
                 return Vec::new();
             }
-            KeyCode::Enter => return Vec::new(),
-            KeyCode::Backspace => {
-                input.pop();
+            (KeyCode::Enter, _) => return Vec::new(),
+            (_, Edit::Changed) => {
+                self.mode = Mode::Filter { input, previous };
+                self.filter_changed();
+                return Vec::new();
             }
-            KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => input.push(c),
             _ => {}
         }
-        // Live: every keystroke narrows the rows; an unfinished regex keeps the last
-        // good one and says why.
+        self.mode = Mode::Filter { input, previous };
+        Vec::new()
+    }
+
+    /// Live: every change narrows the rows; an unfinished regex keeps the last good one
+    /// and says why.
+    fn filter_changed(&mut self) {
+        let view = self.view;
+        let Mode::Filter { input, .. } = &self.mode else {
+            return;
+        };
+        let input = input.text();
         let parsed = if input.is_empty() || input == "!" {
             Ok(None)
         } else {
@@ -57,24 +91,12 @@ impl App {
                 })
             }
         }
-        self.mode = Mode::Filter { input, previous };
-        Vec::new()
     }
 
-    pub(super) fn command_key(&mut self, key: KeyEvent, mut input: String) -> Vec<Effect> {
-        match key.code {
-            KeyCode::Esc => Vec::new(),
-            KeyCode::Enter => self.run_command(&input),
-            KeyCode::Backspace => {
-                input.pop();
-                self.mode = Mode::Command { input };
-                Vec::new()
-            }
-            KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => {
-                input.push(c);
-                self.mode = Mode::Command { input };
-                Vec::new()
-            }
+    pub(super) fn command_key(&mut self, key: KeyEvent, mut input: LineInput) -> Vec<Effect> {
+        match (key.code, input.key(&key)) {
+            (KeyCode::Esc, _) => Vec::new(),
+            (KeyCode::Enter, _) => self.run_command(&input.text()),
             _ => {
                 self.mode = Mode::Command { input };
                 Vec::new()
@@ -138,13 +160,25 @@ impl App {
                         ));
                     }
                     Some(name) => match Theme::load(&name, self.settings.themes_dir.as_deref()) {
-                        Ok(t) => {
+                        Ok((t, problems)) => {
                             self.theme = if self.settings.no_color {
                                 t.without_colour()
                             } else {
                                 t
                             };
-                            self.say(format!("theme {name}"));
+                            // Each mistake goes to the log; the footer shows the first
+                            // and how many more there are.
+                            for p in &problems {
+                                tracing::warn!("{p}");
+                            }
+                            match problems.as_slice() {
+                                [] => self.say(format!("theme {name}")),
+                                [one] => self.warn(format!("theme {name}, except: {one}")),
+                                [first, rest @ ..] => self.warn(format!(
+                                    "theme {name}, except: {first} (+{} more in the Events view's log)",
+                                    rest.len()
+                                )),
+                            }
                         }
                         Err(e) => self.warn(e.to_string()),
                     },
@@ -160,7 +194,24 @@ impl App {
         }
     }
 
-    pub(super) fn confirm_key(&mut self, key: KeyEvent, c: Confirm) -> Vec<Effect> {
+    pub(super) fn confirm_key(&mut self, key: KeyEvent, mut c: Confirm) -> Vec<Effect> {
+        if let Some(reason) = c.reason.as_mut() {
+            return match (key.code, reason.key(&key)) {
+                (KeyCode::Enter, _) => {
+                    let typed = reason.text().trim().to_string();
+                    let request = c.request.with_reason((!typed.is_empty()).then_some(typed));
+                    self.send(request)
+                }
+                (KeyCode::Esc, _) => {
+                    self.say("cancelled".into());
+                    Vec::new()
+                }
+                _ => {
+                    self.mode = Mode::Confirm(c);
+                    Vec::new()
+                }
+            };
+        }
         match key.code {
             KeyCode::Char('y') | KeyCode::Char('Y') | KeyCode::Enter => self.send(c.request),
             KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc | KeyCode::Char('q') => {

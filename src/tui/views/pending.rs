@@ -134,7 +134,7 @@ pub fn details(s: &Snapshot, id: &str) -> Option<Details> {
         "spec": {
             "nodeSelector": p.node_selector,
             "priorityClassName": if p.priority_class_name.is_empty() { None } else { Some(&p.priority_class_name) },
-            "tolerations": p.tolerations.iter().map(|t| format!("{t:?}")).collect::<Vec<_>>(),
+            "tolerations": p.tolerations.iter().map(|t| t.to_string()).collect::<Vec<_>>(),
             "resources": {"requests": p.requests.to_map()},
         },
         "status": {"phase": "Pending"},
