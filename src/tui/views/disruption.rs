@@ -29,7 +29,7 @@ use crate::tui::widgets::table::{Cell, Column, Row, Tone, col};
 /// replacement give way first (the details popup has them in full).
 pub const COLUMNS: &[Column] = &[
     col("ID", Constraint::Length(5)).keep(10).shrink(4),
-    col("STATE", Constraint::Length(20)).keep(9).shrink(14),
+    col("STATE", Constraint::Length(20)).keep(9).shrink(17),
     col("METHOD", Constraint::Length(17)).keep(3).shrink(10),
     col("REASON", Constraint::Length(13)).keep(5).shrink(8),
     col("CANDIDATES", Constraint::Min(30)).keep(7).shrink(16),
@@ -181,15 +181,16 @@ pub fn render(frame: &mut Frame, area: Rect, app: &mut App) {
         Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(bottom);
     let s = &app.snapshot;
     let rows = blocked_area.height.saturating_sub(2) as usize;
+    // Lines cut at the pane's edge end in an ellipsis, as table cells do.
+    let room = blocked_area.width.saturating_sub(2) as usize;
     let blocked = blocked(s);
     let lines: Vec<Line> = blocked
         .iter()
         .take(rows)
         .map(|(node, why)| {
-            Line::from(vec![
-                Span::styled(format!("{node} "), styles.accent),
-                Span::raw(why.as_str()),
-            ])
+            let node = format::clip(&format!("{node} "), room);
+            let why = format::clip(why, room.saturating_sub(node.chars().count()));
+            Line::from(vec![Span::styled(node, styles.accent), Span::raw(why)])
         })
         .collect();
     list_panel(
@@ -201,13 +202,14 @@ pub fn render(frame: &mut Frame, area: Rect, app: &mut App) {
         &styles,
     );
     let rows = history_area.height.saturating_sub(2) as usize;
+    let room = history_area.width.saturating_sub(2) as usize;
     let lines: Vec<Line> = s
         .history
         .iter()
         .take(rows)
         .map(|e| {
             let (text, tone) = history_line(e);
-            Line::styled(text, tone.style(&styles))
+            Line::styled(format::clip(&text, room), tone.style(&styles))
         })
         .collect();
     list_panel(
