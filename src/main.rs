@@ -41,6 +41,7 @@ fn main() -> ExitCode {
         config: cli.config.clone(),
         keymap: cli.keymap.clone(),
         read_only: cli.read_only,
+        rate: None, // launch::run_embedded sets the simulation's speed
     };
     match cli.command {
         None => match pane {

@@ -24,6 +24,29 @@ use crate::control::requests::{self, Envelope};
 use crate::engine::catalog::Catalog;
 use crate::engine::selector::Selector;
 
+/// How long after the start the scenario has scripted events: its timeline's last entry
+/// and its Deployments' last replica step. None when a replica curve never ends.
+fn scripted_until(scenario: &Scenario) -> Option<TimeDelta> {
+    let mut end = scenario
+        .timeline
+        .iter()
+        .map(|t| t.at)
+        .max()
+        .unwrap_or_else(TimeDelta::zero);
+    for d in &scenario.deployments {
+        match &d.replicas {
+            Replicas::Fixed(_) => {}
+            Replicas::Steps { steps, .. } => {
+                if let Some(last) = steps.iter().map(|(at, _)| *at).max() {
+                    end = end.max(last);
+                }
+            }
+            Replicas::Diurnal { .. } => return None,
+        }
+    }
+    Some(end)
+}
+
 /// The actor name scenario timeline operator actions are journaled under.
 pub const SCENARIO_OPERATOR: &str = "scenario";
 
@@ -119,7 +142,7 @@ impl Simulation {
             rules,
             ..PolicyTable::default()
         };
-        let controller = Controller::new(
+        let mut controller = Controller::new(
             cluster,
             cloud,
             Arc::clone(&shared),
@@ -132,6 +155,7 @@ impl Simulation {
                 seed,
             },
         );
+        controller.set_scenario_end(scripted_until(scenario).map(|d| start + d));
         Ok(Simulation {
             controller,
             clock,
@@ -177,9 +201,12 @@ impl Simulation {
             },
         );
         let old = std::mem::replace(&mut self.controller, placeholder);
+        let old_end = old.snapshot().scenario_end;
         let (mut cluster, cloud) = old.into_parts();
         cluster.resync();
+        let end = old_end;
         self.controller = Controller::new(cluster, cloud, Arc::clone(&self.shared_clock), settings);
+        self.controller.set_scenario_end(end);
         Ok(())
     }
 
@@ -192,6 +219,15 @@ impl Simulation {
 
     pub fn start(&self) -> DateTime<Utc> {
         self.start
+    }
+
+    /// How many seconds of simulated time pass per second of wall time (the `--speed`);
+    /// 0 on a virtual clock, which moves only when the driver moves it.
+    pub fn rate(&self) -> f64 {
+        match &self.clock {
+            Timekeeper::Virtual(_) => 0.0,
+            Timekeeper::Scaled(c) => c.speed(),
+        }
     }
 
     /// One round at the current time: timeline entries that are due, the cloud and the

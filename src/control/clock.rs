@@ -69,6 +69,11 @@ impl ScaledClock {
         }
     }
 
+    /// Simulated seconds per wall second.
+    pub fn speed(&self) -> f64 {
+        self.speed
+    }
+
     /// How long to sleep in real time until virtual time `t`.
     pub fn real_until(&self, t: DateTime<Utc>) -> std::time::Duration {
         let virtual_left = (t - self.now()).num_milliseconds().max(0) as f64;

@@ -415,7 +415,7 @@ impl DisruptionController {
             "",
             now,
         ));
-        self.orchestrator.start(d.id, d.command, now)
+        self.orchestrator.start(d.id, d.command, d.proposed_at, now)
     }
 
     /// An operator approves a pending decision: re-validated against `state` first, and
@@ -440,7 +440,10 @@ impl DisruptionController {
             .into());
         }
         if let Err(reason) = revalidate(&d.command, state, now, &self.options()) {
-            self.withdraw(id, &d.command, &reason, actor, now);
+            // The controller withdraws it (the cluster moved on), not the operator who
+            // asked: the journal says who did what.
+            let why = format!("{reason} (re-validated when {actor} approved it)");
+            self.withdraw(id, &d.command, &why, CONTROLLER, now);
             return Err(GateError::Stale { id, reason }.into());
         }
         self.note_operator(decision_entry(

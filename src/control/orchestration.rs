@@ -68,6 +68,9 @@ pub enum Phase {
 pub struct Execution {
     pub id: u64,
     pub command: Command,
+    /// When its decision was proposed: a decision's age counts from here, through
+    /// approval and execution.
+    pub proposed: DateTime<Utc>,
     pub started: DateTime<Utc>,
     pub phase: Phase,
     pub finished: Option<DateTime<Utc>>,
@@ -93,9 +96,16 @@ impl Orchestrator {
         self.timeout.unwrap_or(REPLACEMENT_TIMEOUT)
     }
 
-    /// Starts a command: taints its candidates and launches its replacements, or deletes
-    /// the candidates at once when there is nothing to wait for.
-    pub fn start(&mut self, id: u64, command: Command, now: DateTime<Utc>) -> Vec<Effect> {
+    /// Starts a command (of a decision proposed at `proposed`): taints its candidates and
+    /// launches its replacements, or deletes the candidates at once when there is
+    /// nothing to wait for.
+    pub fn start(
+        &mut self,
+        id: u64,
+        command: Command,
+        proposed: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Vec<Effect> {
         let mut effects = vec![Effect::Record { decision: id }];
         effects.extend(command.nodeclaims().map(|n| Effect::Taint {
             nodeclaim: n.to_string(),
@@ -113,6 +123,7 @@ impl Orchestrator {
         let mut exec = Execution {
             id,
             command,
+            proposed,
             started: now,
             seen: vec![false; claims.len()],
             phase: Phase::WaitingForReplacements { claims },
@@ -235,6 +246,8 @@ impl Orchestrator {
         self.running.push(Execution {
             id,
             command,
+            // A previous process proposed it; the cluster's record keeps when it started.
+            proposed: started,
             started,
             phase,
             finished: None,

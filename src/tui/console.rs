@@ -20,6 +20,10 @@ pub struct Source {
     pub read_only: bool,
     /// The name operator actions are journaled under ("console:alice").
     pub actor: String,
+    /// Seconds of the backend's clock per second of wall time: the simulation's speed
+    /// for an embedded run, 1.0 for a live or attached cluster. The console moves its
+    /// clock, ages and countdowns between snapshots at this rate.
+    pub rate: f64,
 }
 
 /// Snapshots out, requests in.

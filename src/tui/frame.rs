@@ -67,6 +67,7 @@ pub fn demo_source(read_only: bool) -> Source {
         label: "embedded simulation: demo".into(),
         read_only,
         actor: "console:test".into(),
+        rate: 1.0,
     }
 }
 

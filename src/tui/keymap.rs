@@ -67,6 +67,7 @@ actions! {
     Command = "command", false, "command (:nodepool NAME, :pause [POOL], :resume [POOL], :theme NAME, :q)";
     Sort = "sort", false, "sort by the next column";
     SortReverse = "sort-reverse", false, "reverse the sort order";
+    Wide = "wide", false, "wide: every column at full width (left/right or h/l scroll sideways)";
     Details = "details", false, "details of the selected row (YAML, conditions, explanation)";
     Back = "back", false, "close popup / clear filter";
     Approve = "approve", true, "approve the selected decision";

@@ -27,6 +27,8 @@ pub struct Options {
     pub config: Option<PathBuf>,
     pub keymap: Option<PathBuf>,
     pub read_only: bool,
+    /// The backend's clock rate (see [`Source::rate`]); None: 1.0, a real clock.
+    pub rate: Option<f64>,
 }
 
 /// Theme, keys and settings, plus every problem found on the way.
@@ -85,6 +87,10 @@ pub async fn run_embedded(
     log: LogPane,
 ) -> std::io::Result<(Option<Simulation>, LoopStats)> {
     let snapshots = sim.controller.subscribe();
+    let opts = &Options {
+        rate: Some(sim.rate()),
+        ..opts.clone()
+    };
     run_backend(snapshots, label, None, opts, log, move |requests, actor| {
         tokio::spawn(sim.serve(requests, actor))
     })
@@ -117,6 +123,7 @@ where
             label,
             read_only: opts.read_only,
             actor: actor.clone(),
+            rate: opts.rate.unwrap_or(1.0),
         },
     );
     let driver = serve(requests, actor);

@@ -200,6 +200,7 @@ pub fn busy(presses: usize, width: u16, height: u16) -> Busy {
             label: "bench".into(),
             read_only: true,
             actor: "console:bench".into(),
+            rate: 1.0,
         },
     );
     let mut app = frame::app(snapshots.borrow().clone(), Theme::default(), true);

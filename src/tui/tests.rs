@@ -14,6 +14,8 @@ use crate::tui::frame::{self, DEMO_AT};
 use crate::tui::theme::Theme;
 use crate::tui::views::View;
 
+mod views;
+
 const W: u16 = 160;
 const H: u16 = 45;
 
@@ -376,19 +378,26 @@ async fn help_lists_every_binding_and_the_footer_follows_the_keymap() {
 }
 
 #[tokio::test]
-async fn idle_means_no_redraws() {
+async fn idle_means_one_redraw_a_second_for_the_clock_and_no_other() {
     let snap = frame::demo_snapshot(DEMO_AT).await.unwrap();
-    let mut app = frame::app(snap, Theme::default(), false);
+    let mut app = frame::app(Arc::clone(&snap), Theme::default(), false);
+    let start = std::time::Instant::now();
+    app.on_snapshot_at(snap, start);
     screen(&mut app);
     app.drawn();
-    let start = std::time::Instant::now();
-    for i in 0..120 {
-        app.on_tick(start + std::time::Duration::from_secs(i));
+    for i in 0..120u64 {
+        // Ticks within one second of the clock ask for nothing; the next second, one frame.
+        let t = start + std::time::Duration::from_millis(1000 * i + 400);
+        app.on_tick(t);
+        app.drawn();
+        app.on_tick(t + std::time::Duration::from_millis(100));
         assert!(
             !app.dirty(),
-            "tick {i} asked for a redraw with nothing changed"
+            "tick {i} asked for a second redraw within one second"
         );
     }
+    // The clock stopped (no snapshot for two minutes) and the badge counts: still one a
+    // second at most, and a status message below expires on its own tick.
     // A status message expires on a tick: one redraw, then quiet again.
     press(&mut app, "x");
     app.drawn();

@@ -2,6 +2,7 @@
 //! pauses), the tabs, the view, the footer (the keys that apply here, or the prompt, or
 //! the last message), and any popup on top.
 
+use chrono::TimeDelta;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
@@ -64,6 +65,7 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
             ]);
             frame.render_widget(
                 Paragraph::new(lines)
+                    .wrap(Wrap { trim: false })
                     .style(styles.popup)
                     .scroll((d.scroll, 0))
                     .block(
@@ -77,7 +79,11 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
             );
         }
         Mode::Confirm(c) => {
-            let w = (c.prompt.chars().count() as u16 + 6).clamp(44, body.width);
+            // As wide as the prompt, between 44 and 72 columns (never wider than the
+            // screen), and as tall as its wrapped lines.
+            let len = c.prompt.chars().count() as u16;
+            let w = (len + 6).clamp(44, 72).min(body.width.max(1));
+            let inner = w.saturating_sub(4).max(1);
             let mut lines = vec![Line::styled(c.prompt.as_str(), styles.danger)];
             match &c.reason {
                 Some(reason) => {
@@ -98,7 +104,7 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
                     Span::styled("/esc cancel", styles.footer),
                 ])),
             }
-            let r = centered(body, w, lines.len() as u16 + 3);
+            let r = centered(body, w, len.div_ceil(inner) + lines.len() as u16 + 1);
             frame.render_widget(Clear, r);
             frame.render_widget(
                 Paragraph::new(lines)
@@ -107,6 +113,7 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
                     .block(
                         Block::default()
                             .borders(Borders::ALL)
+                            .padding(ratatui::widgets::Padding::horizontal(1))
                             .border_style(styles.danger)
                             .style(styles.popup)
                             .title(Span::styled(" Confirm ", styles.danger)),
@@ -118,6 +125,9 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
     }
 }
 
+/// The header's pieces with how long each is kept on a narrow terminal (higher: longer):
+/// the mode, the clock, staleness, pauses and the node count with its cost outlive the
+/// product name and the source's label (which is ellipsized first).
 fn draw_header(frame: &mut Frame, area: Rect, app: &App) {
     let s = &app.theme.styles;
     let snap = &app.snapshot;
@@ -126,30 +136,84 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App) {
     } else {
         " READ-WRITE "
     };
-    let (cost, nodes) = (app.figures.cost, app.figures.nodes);
-    let mut spans = vec![
-        Span::styled(" karpenter-tui ", s.title.patch(s.header)),
-        Span::styled(mode, s.mode),
-        Span::styled(format!(" {} ", app.source.label), s.header),
-        Span::styled(
-            format!("│ {} ", snap.at.format("%Y-%m-%d %H:%M:%S UTC")),
-            s.header,
-        ),
-        Span::styled(
-            format!("│ {nodes} nodes │ {} ", format::per_hour(cost)),
-            s.header,
-        ),
+    let f = &app.figures;
+    let deleting = if f.deleting > 0 {
+        format!(" (+{} deleting)", f.deleting)
+    } else {
+        String::new()
+    };
+    let now = app.now();
+    let wide = area.width >= 110;
+    let clock = if wide {
+        now.format("%Y-%m-%d %H:%M:%S UTC").to_string()
+    } else {
+        now.format("%H:%M:%S").to_string()
+    };
+    let mut parts: Vec<(u8, String, ratatui::style::Style)> = vec![
+        (2, " karpenter-tui ".into(), s.title.patch(s.header)),
+        (9, mode.into(), s.mode),
+        (1, format!(" {} ", app.source.label), s.header),
+        (9, format!("│ {clock} "), s.header),
     ];
+    if let Some(silent) = app.stale_for() {
+        parts.push((
+            9,
+            format!(
+                "│ data {} old ",
+                format::age(TimeDelta::seconds(silent.as_secs() as i64))
+            ),
+            s.header.patch(s.bad),
+        ));
+    }
+    parts.push((
+        8,
+        format!(
+            "│ {} node{}{deleting} │ {} ",
+            f.nodes,
+            if f.nodes == 1 { "" } else { "s" },
+            format::per_hour(f.cost)
+        ),
+        s.header,
+    ));
+    if snap.scenario_ended() {
+        parts.push((6, "│ scenario ended ".into(), s.header.patch(s.muted)));
+    }
     if !snap.pauses.is_empty() {
         let scopes: Vec<String> = snap.pauses.iter().map(|p| p.to_string()).collect();
-        spans.push(Span::styled(
+        parts.push((
+            9,
             format!("│ PAUSED: {} ", scopes.join(", ")),
             s.header.patch(s.warn),
         ));
     }
     if app.in_flight > 0 {
-        spans.push(Span::styled("│ working… ", s.header));
+        parts.push((5, "│ working… ".into(), s.header));
     }
+    let width = |parts: &[(u8, String, ratatui::style::Style)]| -> usize {
+        parts.iter().map(|(_, t, _)| t.chars().count()).sum()
+    };
+    // The label gives way first, ellipsized down to a few cells; then whole pieces go,
+    // lowest priority first.
+    let room = area.width as usize;
+    let over = width(&parts).saturating_sub(room);
+    if over > 0 {
+        let label = &mut parts[2].1;
+        let keep = label.chars().count().saturating_sub(over).max(8);
+        *label = format!(
+            "{} ",
+            format::clip(label.trim_end(), keep.saturating_sub(1))
+        );
+    }
+    while width(&parts) > room && parts.len() > 1 {
+        let Some(pos) = (0..parts.len()).min_by_key(|&i| (parts[i].0, usize::MAX - i)) else {
+            break;
+        };
+        parts.remove(pos);
+    }
+    let spans: Vec<Span> = parts
+        .into_iter()
+        .map(|(_, text, style)| Span::styled(text, style))
+        .collect();
     frame.render_widget(Paragraph::new(Line::from(spans)).style(s.header), area);
 }
 

@@ -140,6 +140,11 @@ pub struct Controller<C: Cluster, P: CloudProvider> {
     /// Counts every change to the state and every event: what a snapshot would show.
     changes: u64,
     published: u64,
+    /// The `next_round` of the last snapshot published: a round at or after it publishes
+    /// even when nothing changed.
+    published_round: Option<DateTime<Utc>>,
+    /// When the embedded scenario's timeline ends (see [`Snapshot::scenario_end`]).
+    scenario_end: Option<DateTime<Utc>>,
     rng: fastrand::Rng,
     stats: Stats,
     /// Attach mode: read and explain, never write (see [`Controller::observing`]).
@@ -216,6 +221,8 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             snapshot_tx,
             changes: 0,
             published: u64::MAX,
+            published_round: None,
+            scenario_end: None,
             rng: fastrand::Rng::with_seed(settings.seed),
             stats: Stats::default(),
             observe: false,

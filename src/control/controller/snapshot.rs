@@ -26,6 +26,10 @@ pub struct Snapshot {
     pub started: DateTime<Utc>,
     /// Bumped on every change the controller applied.
     pub generation: u64,
+    /// Every change and event the controller had counted when it published: two
+    /// snapshots of one controller with the same count (and state) differ only in time,
+    /// the second is a heartbeat.
+    pub changes: u64,
     /// NodePools, nodes, pods, PDBs: shared with the controller until it next changes.
     pub state: Arc<ClusterState>,
     /// Decisions waiting for approval (or for a pause to lift).
@@ -50,6 +54,14 @@ pub struct Snapshot {
     pub unschedulable: HashMap<PodKey, String>,
     /// The last hour, one sample a minute: what the overview's graphs draw.
     pub trends: Trends,
+    /// By when the controller runs its next round on its own (its next poll or timer):
+    /// it publishes again by then even when nothing changed, so a console that hears
+    /// nothing for longer knows its data is stale, and a quiet cluster is not mistaken
+    /// for a hung console.
+    pub next_round: DateTime<Utc>,
+    /// When the embedded scenario's timeline plays its last event (None outside a
+    /// simulation): after it, the cluster stays live but nothing more is scripted.
+    pub scenario_end: Option<DateTime<Utc>>,
 }
 
 impl Snapshot {
@@ -58,6 +70,7 @@ impl Snapshot {
             at,
             started: at,
             generation: 0,
+            changes: 0,
             state: Arc::new(ClusterState::default()),
             pending: Vec::new(),
             running: Vec::new(),
@@ -70,7 +83,14 @@ impl Snapshot {
             nominated: HashMap::new(),
             unschedulable: HashMap::new(),
             trends: Trends::default(),
+            next_round: at,
+            scenario_end: None,
         }
+    }
+
+    /// The embedded scenario has played its whole timeline.
+    pub fn scenario_ended(&self) -> bool {
+        self.scenario_end.is_some_and(|end| self.at >= end)
     }
 }
 
@@ -83,6 +103,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             at: self.now(),
             started: self.start,
             generation: self.generation,
+            changes: self.changes,
             state: Arc::clone(&self.state),
             pending: d.gate.pending().cloned().collect(),
             running: d.orchestrator.running().to_vec(),
@@ -95,25 +116,36 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             nominated: self.nominated.clone(),
             unschedulable: self.unschedulable.clone(),
             trends: self.trends.clone(),
+            next_round: self.next_wake().max(self.now()),
+            scenario_end: self.scenario_end,
         }
     }
 
-    /// Publishes a snapshot if something changed since the last one and anyone listens,
-    /// and once a minute of cluster time even if nothing did, so the graphs move on.
+    /// Tells the snapshots when the embedded scenario's timeline ends (the simulation
+    /// sets it; live controllers have none).
+    pub fn set_scenario_end(&mut self, end: Option<DateTime<Utc>>) {
+        self.scenario_end = end;
+    }
+
+    /// Publishes a snapshot if anyone listens and something changed since the last one,
+    /// or the last one's `next_round` has come (a heartbeat: "still here, nothing new"),
+    /// or a minute of cluster time has passed (so the graphs move on).
     pub(super) fn publish(&mut self, now: DateTime<Utc>) {
         if self.snapshot_tx.receiver_count() == 0 {
             return;
         }
+        let due = self.published_round.is_some_and(|t| now >= t);
         let minute_over = self
             .trends
             .latest()
             .is_none_or(|s| trends::minute_of(now) > s.minute);
-        if self.published == self.changes && !minute_over {
+        if self.published == self.changes && !minute_over && !due {
             return;
         }
         self.record_trends(now);
         self.published = self.changes;
         let s = Arc::new(self.snapshot());
+        self.published_round = Some(s.next_round);
         self.snapshot_tx.send_replace(s);
     }
 

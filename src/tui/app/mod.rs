@@ -17,6 +17,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use chrono::{DateTime, TimeDelta, Utc};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use crate::control::approvals::Scope;
@@ -38,8 +39,33 @@ pub enum Effect {
     Quit,
 }
 
+/// In a wide table, left/right (and h/l) scroll sideways instead of switching views.
+fn sideways(key: &KeyEvent) -> Option<i64> {
+    use crossterm::event::{KeyCode, KeyModifiers};
+    if key
+        .modifiers
+        .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
+    {
+        return None;
+    }
+    match key.code {
+        KeyCode::Left | KeyCode::Char('h') => Some(-1),
+        KeyCode::Right | KeyCode::Char('l') => Some(1),
+        _ => None,
+    }
+}
+
 /// How long a status message stays.
 const STATUS_FOR: Duration = Duration::from_secs(8);
+
+/// How far the console's clock may run past the backend's promised next round
+/// ([`Snapshot::next_round`]) when no snapshot comes: a few seconds, then it stops rather
+/// than show a time the backend has not reached.
+const AHEAD: TimeDelta = TimeDelta::seconds(3);
+
+/// Wall time without a snapshot (past the promised round) after which the header says
+/// the data is stale.
+const STALE_AFTER: Duration = Duration::from_secs(5);
 
 /// A line in the footer: what just happened.
 #[derive(Clone, Debug, PartialEq)]
@@ -163,20 +189,32 @@ pub struct App {
     pub figures: Figures,
     /// Where the last frame drew what the mouse can click.
     pub regions: Regions,
+    /// Wall time the current snapshot arrived, and the latest wall time seen (a tick or a
+    /// snapshot): the console's clock runs from the first to the second.
+    received: Instant,
+    wall: Instant,
+    /// What the last tick showed of time (the clock's second, the staleness badge): a
+    /// tick redraws only when that changes.
+    face: (i64, Option<u64>),
 }
 
-/// What the header and tabs show, from one snapshot.
+/// What the header and tabs show, from one snapshot. The cost and the node count are
+/// over the same nodes: every node, deleting ones too (they still run and bill), the
+/// count split into live and deleting ("12 nodes (+1 deleting)").
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Figures {
     pub nodes: usize,
+    pub deleting: usize,
     pub cost: f64,
     pub pending_pods: usize,
 }
 
 impl Figures {
-    fn of(s: &Snapshot) -> Figures {
+    pub fn of(s: &Snapshot) -> Figures {
+        let deleting = s.state.nodes.iter().filter(|n| n.deleting).count();
         Figures {
-            nodes: s.state.nodes.iter().filter(|n| !n.deleting).count(),
+            nodes: s.state.nodes.len() - deleting,
+            deleting,
             cost: s.state.nodes.iter().map(|n| n.price).sum(),
             pending_pods: s
                 .state
@@ -221,22 +259,83 @@ impl App {
             in_flight: 0,
             figures: Figures::default(),
             regions: Regions::default(),
+            received: Instant::now(),
+            wall: Instant::now(),
+            face: (0, None),
         };
+        app.face = app.face();
         app.figures = Figures::of(&app.snapshot);
         app.refresh();
         app
     }
 
+    /// The backend's time now, as well as the console can tell: the snapshot's time plus
+    /// the wall time since it arrived at the backend's clock rate, but never more than
+    /// [`AHEAD`] past the round the backend promised (so a stalled backend stops the
+    /// clock instead of the clock making up time).
+    pub fn now(&self) -> DateTime<Utc> {
+        let s = &self.snapshot;
+        self.estimate().min(s.next_round.max(s.at) + AHEAD)
+    }
+
+    /// The snapshot's time moved on by wall time at the clock rate, uncapped.
+    fn estimate(&self) -> DateTime<Utc> {
+        let wall = self
+            .wall
+            .saturating_duration_since(self.received)
+            .as_secs_f64();
+        let rate = if self.source.rate.is_finite() {
+            self.source.rate.clamp(0.0, 1e6)
+        } else {
+            0.0
+        };
+        // Bounded so that a console left open for years cannot overflow the date.
+        let ms = (wall * rate * 1000.0).min(1e13) as i64;
+        self.snapshot.at + TimeDelta::milliseconds(ms)
+    }
+
+    /// How long (wall time) no snapshot has come when one was due: the backend promised
+    /// a round by [`Snapshot::next_round`] and has sent nothing for [`STALE_AFTER`] and
+    /// past that round. None while the data is fresh or the cluster is merely quiet.
+    pub fn stale_for(&self) -> Option<Duration> {
+        let silent = self.wall.saturating_duration_since(self.received);
+        let overdue = self.estimate() > self.snapshot.next_round.max(self.snapshot.at) + AHEAD;
+        (silent > STALE_AFTER && overdue).then_some(silent)
+    }
+
+    fn face(&self) -> (i64, Option<u64>) {
+        (
+            self.now().timestamp(),
+            self.stale_for().map(|d| d.as_secs()),
+        )
+    }
+
     /// Takes a new snapshot: the visible view's rows are rebuilt now, the others when
     /// they are next shown.
     pub fn on_snapshot(&mut self, snapshot: Arc<Snapshot>) {
-        self.figures = Figures::of(&snapshot);
+        self.on_snapshot_at(snapshot, Instant::now());
+    }
+
+    /// [`App::on_snapshot`] for a snapshot that arrived at `wall`. A heartbeat (nothing
+    /// changed but the time) only moves the clock.
+    pub fn on_snapshot_at(&mut self, snapshot: Arc<Snapshot>, wall: Instant) {
+        self.received = wall;
+        self.wall = wall;
+        let heartbeat = Arc::ptr_eq(&self.snapshot.state, &snapshot.state)
+            && self.snapshot.changes == snapshot.changes
+            && self.snapshot.started == snapshot.started;
         self.snapshot = snapshot;
+        if heartbeat {
+            self.tick_face();
+            return;
+        }
+        self.figures = Figures::of(&self.snapshot);
         // An open details popup follows its object; one that went away says so.
+        let now = self.now();
         if let Mode::Details(d) = &mut self.mode
             && let Some((view, id)) = d.row.clone()
         {
-            match views::details(view, &self.snapshot, &id) {
+            match views::details(view, &self.snapshot, &id, now) {
                 Some(mut fresh) => {
                     fresh.scroll = d.scroll.min(fresh.lines.len().saturating_sub(1) as u16);
                     fresh.row = Some((view, id));
@@ -249,7 +348,24 @@ impl App {
         self.stale = View::ALL.iter().copied().collect();
         self.overview = None;
         self.refresh();
+        self.face = self.face();
         self.dirty = true;
+    }
+
+    /// Time moved: when what the screen shows of it changed (the clock's second, the
+    /// staleness badge), the visible view's time-dependent rows (ages, countdowns) are
+    /// rebuilt and a frame is due; otherwise nothing happens.
+    fn tick_face(&mut self) {
+        let face = self.face();
+        if face == self.face {
+            return;
+        }
+        let before = std::mem::replace(&mut self.face, face);
+        self.dirty = true;
+        if face.0 != before.0 && views::moves_with_time(self.view) {
+            self.stale.insert(self.view);
+            self.refresh();
+        }
     }
 
     /// The controller answered a request.
@@ -261,8 +377,12 @@ impl App {
         }
     }
 
-    /// Once a second: expires the status line. True when that changed what is shown.
+    /// Once a second: moves the clock (the header, ages and countdowns), shows the data
+    /// as stale when snapshots stopped, expires the status line. True when that changed
+    /// what is shown.
     pub fn on_tick(&mut self, now: Instant) -> bool {
+        self.wall = self.wall.max(now);
+        self.tick_face();
         if self
             .status
             .as_ref()
@@ -340,7 +460,7 @@ impl App {
         if !self.stale.remove(&view) {
             return;
         }
-        let rows = views::rows(view, &self.snapshot, &self.keymap);
+        let rows = views::rows(view, &self.snapshot, &self.keymap, self.now());
         if let Some(t) = self.tables.get_mut(view) {
             t.set_rows(rows);
         }
@@ -373,6 +493,13 @@ impl App {
     }
 
     fn normal_key(&mut self, key: KeyEvent) -> Vec<Effect> {
+        if let Some(delta) = sideways(&key)
+            && let Some(t) = self.tables.get_mut(self.view)
+            && t.is_wide()
+        {
+            t.scroll_sideways(delta);
+            return Vec::new();
+        }
         let Some(action) = self.keymap.action(&key) else {
             return Vec::new();
         };
@@ -448,6 +575,17 @@ impl App {
                     }
                 }
             }
+            Action::Wide => match self.tables.get_mut(view) {
+                Some(t) => {
+                    let on = t.toggle_wide();
+                    self.say(if on {
+                        "wide: every column at full width; left/right or h/l scroll sideways".into()
+                    } else {
+                        "wide off: columns fit the window".into()
+                    });
+                }
+                None => self.warn(format!("the {} view has no table to widen", view.title())),
+            },
             Action::Details => {
                 let id = self
                     .tables
@@ -455,7 +593,7 @@ impl App {
                     .and_then(|t| t.selected_row())
                     .map(|r| r.id.clone());
                 match id.and_then(|id| {
-                    let mut d = views::details(view, &self.snapshot, &id)?;
+                    let mut d = views::details(view, &self.snapshot, &id, self.now())?;
                     d.row = Some((view, id));
                     Some(d)
                 }) {

@@ -8,29 +8,37 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
+use chrono::{DateTime, Utc};
+
 use super::Details;
 use super::details::Builder;
-use crate::control::approvals::{Decision, Policy};
+use super::standing::{self, Involvement, Kind};
+pub use super::standing::{decision_state, phase};
 use crate::control::controller::Snapshot;
+use crate::control::disruption::CONTROLLER;
 use crate::control::journal::{Action as JournalAction, Entry};
-use crate::control::orchestration::{Execution, Phase};
-use crate::engine::disruption::{Command, Outcome};
+use crate::engine::disruption::Command;
 use crate::tui::app::App;
 use crate::tui::format;
 use crate::tui::theme::Styles;
 use crate::tui::widgets::panel;
 use crate::tui::widgets::table::{Cell, Column, Row, Tone, col};
 
+/// Kept longest: which decision, its state, what it saves, what it takes from the
+/// budget and how long it has waited (what approving weighs); the method and the
+/// replacement give way first (the details popup has them in full).
 pub const COLUMNS: &[Column] = &[
-    col("ID", Constraint::Length(5)),
-    col("STATE", Constraint::Length(20)),
-    col("METHOD", Constraint::Length(17)),
-    col("REASON", Constraint::Length(13)),
-    col("CANDIDATES", Constraint::Min(30)),
-    col("REPLACEMENT", Constraint::Length(20)),
-    col("SAVES", Constraint::Length(9)),
-    col("BUDGET", Constraint::Length(14)),
-    col("AGE", Constraint::Length(6)),
+    col("ID", Constraint::Length(5)).keep(10).shrink(4),
+    col("STATE", Constraint::Length(20)).keep(9).shrink(17),
+    col("METHOD", Constraint::Length(17)).keep(3).shrink(10),
+    col("REASON", Constraint::Length(13)).keep(5).shrink(8),
+    col("CANDIDATES", Constraint::Min(30)).keep(7).shrink(16),
+    col("REPLACEMENT", Constraint::Length(20))
+        .keep(2)
+        .shrink(12),
+    col("SAVES", Constraint::Length(9)).keep(9),
+    col("BUDGET", Constraint::Length(14)).keep(8).shrink(10),
+    col("AGE", Constraint::Length(6)).keep(8).shrink(5),
 ];
 
 /// The decision id of a row id ("decision/7" -> 7); in-flight rows have none.
@@ -82,7 +90,7 @@ fn command_cells(c: &Command) -> Vec<Cell> {
         Cell::text(replacement(c)),
         Cell::num(
             if c.savings_per_hour > 0.0 {
-                format!("${:.4}", c.savings_per_hour)
+                format::per_hour(c.savings_per_hour)
             } else {
                 "-".into()
             },
@@ -93,31 +101,11 @@ fn command_cells(c: &Command) -> Vec<Cell> {
     ]
 }
 
-/// What holds a pending decision.
-pub fn decision_state(s: &Snapshot, d: &Decision) -> (String, Tone) {
-    if let Some(scope) = s.pauses.iter().find(|sc| sc.covers(&d.command)) {
-        return (format!("paused ({scope})"), Tone::Warn);
-    }
-    match d.policy {
-        Policy::Manual => ("awaiting approval".into(), Tone::Warn),
-        Policy::Auto => ("auto: runs next poll".into(), Tone::Muted),
-    }
-}
-
-fn phase(e: &Execution) -> String {
-    match &e.phase {
-        Phase::WaitingForReplacements { claims } => format!("launching {}", claims.join(",")),
-        Phase::Draining { .. } => "draining".into(),
-        Phase::Deleted => "done".into(),
-        Phase::Failed { reason } => format!("failed: {reason}"),
-    }
-}
-
-pub fn rows(s: &Snapshot) -> Vec<Row> {
+pub fn rows(s: &Snapshot, now: DateTime<Utc>) -> Vec<Row> {
     let mut rows = Vec::new();
     for d in &s.pending {
         let (state, tone) = decision_state(s, d);
-        let age = s.at - d.proposed_at;
+        let age = now - d.proposed_at;
         let mut cells = vec![
             Cell::num(format!("#{}", d.id), d.id as f64),
             Cell::text(state).tone(tone),
@@ -127,7 +115,8 @@ pub fn rows(s: &Snapshot) -> Vec<Row> {
         rows.push(Row::new(format!("decision/{}", d.id), cells));
     }
     for e in &s.running {
-        let age = s.at - e.started;
+        // A decision's age counts from its proposal, through approval and execution.
+        let age = now - e.proposed;
         let mut cells = vec![
             Cell::num(format!("#{}", e.id), e.id as f64),
             Cell::text(phase(e)).tone(Tone::Accent),
@@ -139,9 +128,9 @@ pub fn rows(s: &Snapshot) -> Vec<Row> {
     rows
 }
 
-/// One history line: "09:02:00 approved #3 by scenario: 2 nodes".
-pub fn history_line(e: &Entry) -> (String, Tone) {
-    let (verb, tone) = match e.action {
+/// The verb of a history entry, and its colour.
+pub fn verb(e: &Entry) -> (&'static str, Tone) {
+    match e.action {
         JournalAction::Proposed => ("proposed", Tone::Normal),
         JournalAction::Approved => ("approved", Tone::Ok),
         JournalAction::Rejected => ("rejected", Tone::Warn),
@@ -152,7 +141,14 @@ pub fn history_line(e: &Entry) -> (String, Tone) {
         JournalAction::Failed => ("failed", Tone::Bad),
         JournalAction::Withdrawn => ("withdrawn", Tone::Muted),
         JournalAction::Involuntary => ("involuntary", Tone::Bad),
-    };
+    }
+}
+
+/// One history line: "09:02:00 approved #3 by scenario: 2 nodes". Who acted is named
+/// when it is a person or a script, and when the controller took a decision on its own
+/// (it ran an auto-approved one, or withdrew one the cluster outgrew).
+pub fn history_line(e: &Entry) -> (String, Tone) {
+    let (verb, tone) = verb(e);
     let mut text = format!("{} {verb}", e.at.format("%H:%M:%S"));
     if let Some(id) = e.decision {
         text.push_str(&format!(" #{id}"));
@@ -163,8 +159,10 @@ pub fn history_line(e: &Entry) -> (String, Tone) {
     if !e.nodes.is_empty() {
         text.push_str(&format!(" [{}]", e.nodes.join(", ")));
     }
-    if e.actor != "controller" {
+    if e.actor != CONTROLLER {
         text.push_str(&format!(" by {}", e.actor));
+    } else if matches!(e.action, JournalAction::Withdrawn | JournalAction::Executed) {
+        text.push_str(" by the controller");
     }
     if !e.detail.is_empty() {
         text.push_str(&format!(": {}", e.detail));
@@ -183,27 +181,16 @@ pub fn render(frame: &mut Frame, area: Rect, app: &mut App) {
         Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(bottom);
     let s = &app.snapshot;
     let rows = blocked_area.height.saturating_sub(2) as usize;
-    let blocked: Vec<(&String, &Outcome)> = s
-        .outcomes
-        .iter()
-        .filter(|(_, o)| matches!(o, Outcome::Blocked(_)))
-        .collect();
+    // Lines cut at the pane's edge end in an ellipsis, as table cells do.
+    let room = blocked_area.width.saturating_sub(2) as usize;
+    let blocked = blocked(s);
     let lines: Vec<Line> = blocked
         .iter()
         .take(rows)
-        .map(|(claim, o)| {
-            let node = s
-                .state
-                .node(claim)
-                .map_or(claim.as_str(), |n| n.name.as_str());
-            let why = match o {
-                Outcome::Blocked(b) => b.to_string(),
-                other => other.to_string(),
-            };
-            Line::from(vec![
-                Span::styled(format!("{node} "), styles.accent),
-                Span::raw(why),
-            ])
+        .map(|(node, why)| {
+            let node = format::clip(&format!("{node} "), room);
+            let why = format::clip(why, room.saturating_sub(node.chars().count()));
+            Line::from(vec![Span::styled(node, styles.accent), Span::raw(why)])
         })
         .collect();
     list_panel(
@@ -215,13 +202,14 @@ pub fn render(frame: &mut Frame, area: Rect, app: &mut App) {
         &styles,
     );
     let rows = history_area.height.saturating_sub(2) as usize;
+    let room = history_area.width.saturating_sub(2) as usize;
     let lines: Vec<Line> = s
         .history
         .iter()
         .take(rows)
         .map(|e| {
             let (text, tone) = history_line(e);
-            Line::styled(text, tone.style(&styles))
+            Line::styled(format::clip(&text, room), tone.style(&styles))
         })
         .collect();
     list_panel(
@@ -232,6 +220,31 @@ pub fn render(frame: &mut Frame, area: Rect, app: &mut App) {
         lines,
         &styles,
     );
+}
+
+/// The Blocked pane: every node the disruption pass blocked or a decision holds, by Node
+/// name, in the words of [`standing`] (so it agrees with the tables: a node whose
+/// command runs is not blocked, it is being disrupted, and is not listed).
+pub fn blocked(s: &Snapshot) -> Vec<(String, String)> {
+    let inv = Involvement::of(s);
+    s.outcomes
+        .keys()
+        .filter_map(|claim| {
+            let (why, _, kind) = standing::standing(s, &inv, claim);
+            if !matches!(kind, Kind::Blocked | Kind::Waiting) {
+                return None;
+            }
+            let node = s
+                .state
+                .node(claim)
+                .map_or(claim.clone(), |n| n.name.clone());
+            let why = why
+                .strip_prefix("blocked: ")
+                .map(str::to_string)
+                .unwrap_or(why);
+            Some((node, why))
+        })
+        .collect()
 }
 
 /// A bordered list titled with its name and count.
@@ -249,7 +262,7 @@ fn list_panel(
     );
 }
 
-pub fn details(s: &Snapshot, id: &str) -> Option<Details> {
+pub fn details(s: &Snapshot, id: &str, now: DateTime<Utc>) -> Option<Details> {
     let mut b = Builder::default();
     if let Some(n) = decision_id(id) {
         let d = s.pending.iter().find(|d| d.id == n)?;
@@ -259,7 +272,7 @@ pub fn details(s: &Snapshot, id: &str) -> Option<Details> {
             tone,
             format!(
                 "#{n}: {state}, proposed {} ago",
-                format::age(s.at - d.proposed_at)
+                format::age(now - d.proposed_at)
             ),
         );
         explain_command(&mut b, s, &d.command);
@@ -273,9 +286,10 @@ pub fn details(s: &Snapshot, id: &str) -> Option<Details> {
     b.line(
         Tone::Accent,
         format!(
-            "#{n}: {} (started {} ago)",
+            "#{n}: {} (proposed {} ago, started {} ago)",
             phase(e),
-            format::age(s.at - e.started)
+            format::age(now - e.proposed),
+            format::age(now - e.started)
         ),
     );
     explain_command(&mut b, s, &e.command);
@@ -285,6 +299,7 @@ pub fn details(s: &Snapshot, id: &str) -> Option<Details> {
 }
 
 fn explain_command(b: &mut Builder, s: &Snapshot, c: &Command) {
+    let inv = Involvement::of(s);
     b.heading("Candidates");
     for cand in &c.candidates {
         b.line(
@@ -300,9 +315,8 @@ fn explain_command(b: &mut Builder, s: &Snapshot, c: &Command) {
                 cand.pods.len()
             ),
         );
-        if let Some(o) = s.outcomes.get(&cand.nodeclaim) {
-            b.line(Tone::Muted, format!("  {o}"));
-        }
+        let (why, _, _) = standing::standing(s, &inv, &cand.nodeclaim);
+        b.line(Tone::Muted, format!("  {why}"));
     }
     b.heading("Replacement");
     if c.replacements.is_empty() {
@@ -334,8 +348,8 @@ fn explain_command(b: &mut Builder, s: &Snapshot, c: &Command) {
     b.line(
         Tone::Accent,
         format!(
-            "saves ${:.4}/h ({}), takes {} from the budget",
-            c.savings_per_hour,
+            "saves {} ({}), takes {} from the budget",
+            format::per_hour(c.savings_per_hour),
             format::per_month(c.savings_per_hour),
             budget(c)
         ),

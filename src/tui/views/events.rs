@@ -17,9 +17,9 @@ use crate::tui::widgets::panel;
 use crate::tui::widgets::table::{Cell, Column, Row, Tone, col};
 
 pub const COLUMNS: &[Column] = &[
-    col("TIME", Constraint::Length(8)),
-    col("KIND", Constraint::Length(24)),
-    col("WHAT", Constraint::Min(20)),
+    col("TIME", Constraint::Length(8)).keep(8),
+    col("KIND", Constraint::Length(24)).keep(5).shrink(12),
+    col("WHAT", Constraint::Min(20)).keep(9).shrink(16),
 ];
 
 fn kind_name(e: &Event) -> String {

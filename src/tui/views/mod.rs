@@ -11,8 +11,10 @@ pub mod nodes;
 pub mod overview;
 pub mod pending;
 pub mod queue;
+pub mod standing;
 pub mod trends;
 
+use chrono::{DateTime, Utc};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 
@@ -103,26 +105,32 @@ pub fn columns(view: View) -> &'static [Column] {
     }
 }
 
-/// The rows of a list view for a snapshot.
-pub fn rows(view: View, s: &Snapshot, keymap: &Keymap) -> Vec<Row> {
+/// Whether a view's rows show time (ages, countdowns): rebuilt once a second as the
+/// clock moves; the others only when data changes.
+pub fn moves_with_time(view: View) -> bool {
+    matches!(view, View::Nodes | View::Pending | View::Disruption)
+}
+
+/// The rows of a list view for a snapshot, with ages and countdowns at `now`.
+pub fn rows(view: View, s: &Snapshot, keymap: &Keymap, now: DateTime<Utc>) -> Vec<Row> {
     match view {
         View::NodePools => nodepools::rows(s),
-        View::Nodes => nodes::rows(s),
-        View::Pending => pending::rows(s),
-        View::Disruption => disruption::rows(s),
+        View::Nodes => nodes::rows(s, now),
+        View::Pending => pending::rows(s, now),
+        View::Disruption => disruption::rows(s, now),
         View::Events => events::rows(s),
         View::Help => help::rows(keymap),
         View::Overview => Vec::new(),
     }
 }
 
-/// The details of one row.
-pub fn details(view: View, s: &Snapshot, id: &str) -> Option<Details> {
+/// The details of one row, with ages at `now`.
+pub fn details(view: View, s: &Snapshot, id: &str, now: DateTime<Utc>) -> Option<Details> {
     match view {
-        View::NodePools => nodepools::details(s, id),
-        View::Nodes => nodes::details(s, id),
-        View::Pending => pending::details(s, id),
-        View::Disruption => disruption::details(s, id),
+        View::NodePools => nodepools::details(s, id, now),
+        View::Nodes => nodes::details(s, id, now),
+        View::Pending => pending::details(s, id, now),
+        View::Disruption => disruption::details(s, id, now),
         View::Events => events::details(s, id),
         View::Help | View::Overview => None,
     }

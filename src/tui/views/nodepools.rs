@@ -3,6 +3,7 @@
 //! each budget's window (active now, next opening or closing) and what each reason may
 //! still disrupt.
 
+use chrono::{DateTime, Utc};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
@@ -22,42 +23,89 @@ use crate::tui::theme::Styles;
 use crate::tui::widgets::panel;
 use crate::tui::widgets::table::{BarKind, Cell, Column, Row, Tone, col};
 
+/// Kept longest: the pool, its state (paused or not) and what its budgets allow now,
+/// then nodes and cost; the timers and limits bars give way first.
 pub const COLUMNS: &[Column] = &[
-    col("NODEPOOL", Constraint::Length(16)),
-    col("WEIGHT", Constraint::Length(6)),
-    col("NODES", Constraint::Length(5)),
-    col("CPU / LIMIT", Constraint::Length(18)),
-    col("MEMORY / LIMIT", Constraint::Length(18)),
-    col("POLICY", Constraint::Length(13)),
-    col("AFTER", Constraint::Length(6)),
-    col("EXPIRE", Constraint::Length(7)),
-    col("COST", Constraint::Length(9)),
-    col("BUDGETS (allowed now)", Constraint::Min(20)),
-    col("STATE", Constraint::Length(10)),
+    col("NODEPOOL", Constraint::Length(16)).keep(10).shrink(10),
+    col("WEIGHT", Constraint::Length(6)).keep(1),
+    col("NODES", Constraint::Length(10)).keep(7).shrink(5),
+    col("CPU / LIMIT", Constraint::Length(18))
+        .keep(3)
+        .shrink(10),
+    col("MEMORY / LIMIT", Constraint::Length(18))
+        .keep(3)
+        .shrink(10),
+    col("POLICY", Constraint::Length(13)).keep(5).shrink(9),
+    col("AFTER", Constraint::Length(6)).keep(2),
+    col("EXPIRE", Constraint::Length(7)).keep(2),
+    col("COST", Constraint::Length(9)).keep(6),
+    col("BUDGETS (allowed now)", Constraint::Min(20))
+        .keep(9)
+        .shrink(12),
+    col("STATE", Constraint::Length(10)).keep(8).shrink(6),
 ];
 
 /// What a pool's nodes add up to: what its `limits` are checked against (upstream counts
 /// the capacity of every NodeClaim of the pool).
+/// The cost and capacity count every node of the pool, deleting ones too (they still
+/// run and bill until they are gone); `nodes` and `deleting` split the same set.
 pub struct Usage {
     pub nodes: usize,
+    pub deleting: usize,
     pub capacity: Resources,
     pub cost: f64,
+}
+
+impl Usage {
+    /// "5", or "5 (+1)" while one is deleting: the count the cost is over.
+    pub fn count(&self) -> String {
+        if self.deleting == 0 {
+            self.nodes.to_string()
+        } else {
+            format!("{} (+{})", self.nodes, self.deleting)
+        }
+    }
 }
 
 pub fn usage(s: &Snapshot, pool: &str) -> Usage {
     let mut u = Usage {
         nodes: 0,
+        deleting: 0,
         capacity: Resources::default(),
         cost: 0.0,
     };
     for n in s.state.nodes.iter().filter(|n| n.nodepool == pool) {
         u.cost += n.price;
         u.capacity.add(&n.allocatable);
-        if !n.deleting {
+        if n.deleting {
+            u.deleting += 1;
+        } else {
             u.nodes += 1;
         }
     }
     u
+}
+
+/// The pause that covers the pool, if any (all disruption, or this pool).
+pub fn paused_by(s: &Snapshot, pool: &str) -> Option<Scope> {
+    s.pauses
+        .iter()
+        .find(|sc| matches!(sc, Scope::All) || **sc == Scope::NodePool(pool.to_string()))
+        .cloned()
+}
+
+/// What the pool may disrupt now: "paused" while a pause covers it (its budgets allow
+/// nothing then, whatever they say), else [`allowed_summary`].
+pub fn budget_summary(s: &Snapshot, pool: &str) -> (String, Tone) {
+    if paused_by(s, pool).is_some() {
+        return ("paused".into(), Tone::Warn);
+    }
+    let budgets = s.budgets.iter().find(|b| b.nodepool == pool);
+    let blocked = budgets.is_some_and(|b| b.reasons.iter().any(|r| r.allowed == 0));
+    (
+        allowed_summary(budgets),
+        if blocked { Tone::Warn } else { Tone::Normal },
+    )
 }
 
 fn limit(p: &NodePool, resource: &str) -> Option<i64> {
@@ -101,15 +149,13 @@ pub fn rows(s: &Snapshot) -> Vec<Row> {
         .iter()
         .map(|(name, p)| {
             let u = usage(s, name);
-            let budgets = s.budgets.iter().find(|b| &b.nodepool == name);
-            let paused =
-                s.pauses.contains(&Scope::NodePool(name.clone())) || s.pauses.contains(&Scope::All);
+            let paused = paused_by(s, name).is_some();
+            let (allowed, allowed_tone) = budget_summary(s, name);
             let bar = |used: i64, lim: Option<i64>, kind: BarKind, fmt: fn(i64) -> String| match lim
             {
                 Some(l) => Cell::usage(used, l, fmt, kind),
                 None => Cell::num(format!("{} / none", fmt(used)), used as f64),
             };
-            let blocked = budgets.is_some_and(|b| b.reasons.iter().any(|r| r.allowed == 0));
             Row::new(
                 name.clone(),
                 vec![
@@ -118,7 +164,7 @@ pub fn rows(s: &Snapshot) -> Vec<Row> {
                         p.spec.weight.unwrap_or(0).to_string(),
                         p.spec.weight.unwrap_or(0) as f64,
                     ),
-                    Cell::num(u.nodes.to_string(), u.nodes as f64),
+                    Cell::num(u.count(), u.nodes as f64),
                     bar(u.capacity.cpu, limit(p, "cpu"), BarKind::Cpu, format::cores),
                     bar(
                         u.capacity.memory,
@@ -137,11 +183,7 @@ pub fn rows(s: &Snapshot) -> Vec<Row> {
                     ),
                     Cell::text(p.spec.template.spec.expire_after.to_string()),
                     Cell::num(format::per_hour(u.cost), u.cost).tone(Tone::Accent),
-                    Cell::text(allowed_summary(budgets)).tone(if blocked {
-                        Tone::Warn
-                    } else {
-                        Tone::Normal
-                    }),
+                    Cell::text(allowed).tone(allowed_tone),
                     if paused {
                         Cell::text("paused").tone(Tone::Warn)
                     } else {
@@ -154,7 +196,12 @@ pub fn rows(s: &Snapshot) -> Vec<Row> {
 }
 
 /// The budget lines of one pool (also used by the details popup).
-pub fn budget_lines(s: &Snapshot, b: &PoolBudgets, styles: &Styles) -> Vec<Line<'static>> {
+pub fn budget_lines(
+    s: &Snapshot,
+    b: &PoolBudgets,
+    styles: &Styles,
+    now: DateTime<Utc>,
+) -> Vec<Line<'static>> {
     let mut lines = Vec::new();
     lines.push(Line::from(vec![
         Span::styled(format!("{} ", b.nodepool), styles.title),
@@ -186,7 +233,7 @@ pub fn budget_lines(s: &Snapshot, b: &PoolBudgets, styles: &Styles) -> Vec<Line<
                     Some(t) => format!(
                         "ACTIVE, closes {} ({})",
                         t.format("%H:%M UTC"),
-                        format::relative(t - s.at)
+                        format::relative(t - now)
                     ),
                     None => "ACTIVE".into(),
                 },
@@ -197,7 +244,7 @@ pub fn budget_lines(s: &Snapshot, b: &PoolBudgets, styles: &Styles) -> Vec<Line<
                     Some(t) => format!(
                         "inactive, opens {} ({})",
                         t.format("%a %H:%M UTC"),
-                        format::relative(t - s.at)
+                        format::relative(t - now)
                     ),
                     None => "inactive".into(),
                 },
@@ -219,6 +266,14 @@ pub fn budget_lines(s: &Snapshot, b: &PoolBudgets, styles: &Styles) -> Vec<Line<
         ]));
     }
     let mut spans = vec![Span::styled("  allowed now: ", styles.muted)];
+    if let Some(scope) = paused_by(s, &b.nodepool) {
+        spans.push(Span::styled(
+            format!("none: disruption paused ({scope}) until resumed"),
+            styles.warn,
+        ));
+        lines.push(Line::from(spans));
+        return lines;
+    }
     for r in &b.reasons {
         let (n, style) = match (r.limit, r.allowed) {
             (None, _) => ("unbounded".to_string(), styles.ok),
@@ -229,7 +284,7 @@ pub fn budget_lines(s: &Snapshot, b: &PoolBudgets, styles: &Styles) -> Vec<Line<
         spans.push(Span::styled(n, style));
         if let Some(t) = r.next_change {
             spans.push(Span::styled(
-                format!(" (changes {})", format::relative(t - s.at)),
+                format!(" (changes {})", format::relative(t - now)),
                 styles.muted,
             ));
         }
@@ -247,12 +302,13 @@ pub fn render(frame: &mut Frame, area: Rect, app: &mut App) {
         .nodepools
         .render(frame, table, "NodePools", COLUMNS, &styles, true);
     let selected = app.tables.nodepools.selected_row().map(|r| r.id.clone());
+    let now = app.now();
     let s = &app.snapshot;
     let lines = match selected
         .as_deref()
         .and_then(|id| s.budgets.iter().find(|b| b.nodepool == id))
     {
-        Some(b) => budget_lines(s, b, &styles),
+        Some(b) => budget_lines(s, b, &styles, now),
         None => vec![Line::styled(
             "no budgets evaluated yet (the first disruption pass runs 10 s after start)",
             styles.muted,
@@ -264,7 +320,7 @@ pub fn render(frame: &mut Frame, area: Rect, app: &mut App) {
     );
 }
 
-pub fn details(s: &Snapshot, id: &str) -> Option<Details> {
+pub fn details(s: &Snapshot, id: &str, now: DateTime<Utc>) -> Option<Details> {
     let p = s.state.nodepools.get(id)?;
     let mut b = Builder::default();
     let u = usage(s, id);
@@ -272,8 +328,13 @@ pub fn details(s: &Snapshot, id: &str) -> Option<Details> {
     b.line(
         Tone::Normal,
         format!(
-            "{} nodes, cpu {}, memory {}, {} ({})",
+            "{} nodes{}, cpu {}, memory {}, {} ({})",
             u.nodes,
+            if u.deleting > 0 {
+                format!(" (+{} deleting)", u.deleting)
+            } else {
+                String::new()
+            },
             format::cores(u.capacity.cpu),
             format::bytes(u.capacity.memory),
             format::per_hour(u.cost),
@@ -283,7 +344,7 @@ pub fn details(s: &Snapshot, id: &str) -> Option<Details> {
     if let Some(budgets) = s.budgets.iter().find(|b| b.nodepool == id) {
         b.heading("Budgets");
         let plain = Styles::plain();
-        for l in budget_lines(s, budgets, &plain) {
+        for l in budget_lines(s, budgets, &plain, now) {
             let text: String = l.spans.iter().map(|sp| sp.content.as_ref()).collect();
             b.line(Tone::Normal, text);
         }

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use chrono::TimeDelta;
+use chrono::{DateTime, TimeDelta, Utc};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
@@ -14,10 +14,10 @@ use serde_json::json;
 
 use super::Details;
 use super::details::{Builder, condition};
+use super::standing::{self, Involvement};
 use crate::control::controller::Snapshot;
-use crate::control::orchestration::Phase;
 use crate::engine::catalog::CapacityType;
-use crate::engine::disruption::Outcome;
+use crate::engine::disruption::drift::PoolDrift;
 use crate::engine::resources::Resources;
 use crate::engine::state::StateNode;
 use crate::tui::app::App;
@@ -25,57 +25,48 @@ use crate::tui::format;
 use crate::tui::widgets::panel;
 use crate::tui::widgets::table::{BarKind, Cell, Column, Row, Tone, col};
 
+/// Kept longest: the node, what it is doing and why the disruption pass does or does
+/// not touch it; then its age, zone and state of the art (type, pool); the request bars,
+/// pods and capacity type give way first.
 pub const COLUMNS: &[Column] = &[
-    col("NODE", Constraint::Length(29)),
-    col("STATE", Constraint::Length(14)),
-    col("POOL", Constraint::Length(9)),
-    col("TYPE", Constraint::Length(11)),
-    col("CPU", Constraint::Length(15)),
-    col("MEMORY", Constraint::Length(15)),
-    col("PODS", Constraint::Length(6)),
-    col("PRICE", Constraint::Length(7)),
-    col("CAP", Constraint::Length(4)),
-    col("ZONE", Constraint::Length(10)),
-    col("AGE", Constraint::Length(6)),
-    col("DISRUPTION", Constraint::Min(10)),
+    col("NODE", Constraint::Length(29)).keep(9).shrink(18),
+    col("STATE", Constraint::Length(14)).keep(8).shrink(11),
+    col("POOL", Constraint::Length(9)).keep(5).shrink(7),
+    col("TYPE", Constraint::Length(11)).keep(5).shrink(9),
+    col("CPU", Constraint::Length(15)).keep(3).shrink(10),
+    col("MEMORY", Constraint::Length(15)).keep(2).shrink(10),
+    col("PODS", Constraint::Length(6)).keep(2).shrink(5),
+    col("PRICE", Constraint::Length(7)).keep(4),
+    col("CAP", Constraint::Length(4)).keep(1),
+    col("ZONE", Constraint::Length(10)).keep(6),
+    col("AGE", Constraint::Length(6)).keep(7).shrink(5),
+    col("DISRUPTION", Constraint::Min(30)).keep(10).shrink(24),
 ];
 
-/// Nodes in a command in flight or a waiting decision, with the words for it: one pass
-/// over the decisions, so building every row does not rescan them per node.
-pub fn involvement(s: &Snapshot) -> HashMap<&str, (String, Tone)> {
-    let mut m = HashMap::new();
-    // Commands in flight first: they win over waiting decisions (first match wins).
-    for e in &s.running {
-        let what = match &e.phase {
-            Phase::WaitingForReplacements { .. } => "disrupting",
-            Phase::Draining { .. } => "draining",
-            Phase::Deleted => "deleted",
-            Phase::Failed { .. } => "disruption failed",
-        };
-        for c in e.command.nodeclaims() {
-            m.entry(c)
-                .or_insert_with(|| (format!("{what} #{}", e.id), Tone::Bad));
-        }
-    }
-    for d in &s.pending {
-        for c in d.command.nodeclaims() {
-            m.entry(c)
-                .or_insert_with(|| (format!("awaiting #{}", d.id), Tone::Warn));
-        }
-    }
-    m
-}
-
-/// What a node is doing, in the words of the NodeClaim lifecycle.
-pub fn lifecycle(s: &Snapshot, n: &StateNode, workload_pods: usize) -> (String, Tone) {
-    lifecycle_in(s, &involvement(s), n, workload_pods)
+/// What a node is doing, in the words of the NodeClaim lifecycle, at `now`.
+pub fn lifecycle(
+    s: &Snapshot,
+    n: &StateNode,
+    workload_pods: usize,
+    now: DateTime<Utc>,
+) -> (String, Tone) {
+    lifecycle_in(
+        s,
+        &Involvement::of(s),
+        &Drifts::of(s),
+        n,
+        workload_pods,
+        now,
+    )
 }
 
 fn lifecycle_in(
     s: &Snapshot,
-    involved: &HashMap<&str, (String, Tone)>,
+    involved: &Involvement,
+    drifts: &Drifts,
     n: &StateNode,
     workload_pods: usize,
+    now: DateTime<Utc>,
 ) -> (String, Tone) {
     if n.deleting {
         return if workload_pods > 0 {
@@ -84,8 +75,8 @@ fn lifecycle_in(
             ("deleting".into(), Tone::Bad)
         };
     }
-    if let Some(v) = involved.get(n.nodeclaim.as_str()) {
-        return v.clone();
+    if let Some(role) = involved.get(&n.nodeclaim) {
+        return standing::short(s, role);
     }
     if !n.registered {
         return ("launching".into(), Tone::Muted);
@@ -96,11 +87,11 @@ fn lifecycle_in(
     if !n.initialized {
         return ("registered".into(), Tone::Muted);
     }
-    if drift_of(s, n).is_some() {
+    if drifts.verdict(n).is_some() {
         return ("drifted".into(), Tone::Warn);
     }
     if let Some(at) = n.expires_at() {
-        let left = at - s.at;
+        let left = at - now;
         if left <= TimeDelta::zero() {
             return ("expired".into(), Tone::Warn);
         }
@@ -111,28 +102,48 @@ fn lifecycle_in(
     ("initialized".into(), Tone::Ok)
 }
 
-/// Whether the node is drifted, and why when known: one verdict for the table's state and
-/// the detail pane's Drifted condition. The engine's order (drift.rs): the Drifted
-/// condition of another controller that hashed the NodeClaim (upstream Karpenter) is its
-/// whole verdict; else the cloud provider's NodeClass drift; else the last disruption
-/// pass's (our own hash or the requirements), with the time it was first seen.
+/// Drift verdicts, judged as the disruption pass judges them (engine
+/// `disruption::drift`), against each pool as it is in this snapshot: the recorded
+/// verdict of another controller that hashed the NodeClaim, the NodeClass drift, the
+/// NodePool template hash (NodePoolDrifted) or the requirements (RequirementsDrifted).
+/// A template change shows at once, with its reason, not only after the next pass.
+pub struct Drifts<'a> {
+    pools: HashMap<&'a str, PoolDrift>,
+}
+
+impl<'a> Drifts<'a> {
+    pub fn of(s: &'a Snapshot) -> Drifts<'a> {
+        Drifts {
+            pools: s
+                .state
+                .nodepools
+                .iter()
+                .map(|(name, p)| (name.as_str(), PoolDrift::new(p)))
+                .collect(),
+        }
+    }
+
+    /// Whether the node is drifted and why ("NodePoolDrifted, since 09:00:40 UTC"): one
+    /// verdict for the table's state and the detail pane's Drifted condition.
+    pub fn verdict(&self, n: &StateNode) -> Option<String> {
+        let reason = match self.pools.get(n.nodepool.as_str()) {
+            Some(pool) => pool.of(n).map(|r| r.to_string()),
+            // Without its pool only what the node carries can tell.
+            None => match &n.foreign_drift {
+                Some(verdict) => verdict.clone(),
+                None => n.nodeclass_drift.clone(),
+            },
+        }?;
+        Some(match n.drifted_since {
+            Some(t) => format!("{reason}, since {}", t.format("%H:%M:%S UTC")),
+            None => reason,
+        })
+    }
+}
+
+/// Whether the node is drifted, and why (see [`Drifts`]).
 pub fn drift_of(s: &Snapshot, n: &StateNode) -> Option<String> {
-    if let Some(verdict) = &n.foreign_drift {
-        return verdict.clone();
-    }
-    if let Some(why) = &n.nodeclass_drift {
-        return Some(why.clone());
-    }
-    let by_pass = matches!(
-        s.outcomes.get(&n.nodeclaim),
-        Some(Outcome::Chosen { method, .. } | Outcome::Eligible { method, .. })
-            if *method == crate::engine::disruption::Method::Drift
-    );
-    match n.drifted_since {
-        Some(t) => Some(format!("since {}", t.format("%H:%M:%S UTC"))),
-        None if by_pass => Some(String::new()),
-        None => None,
-    }
+    Drifts::of(s).verdict(n)
 }
 
 /// Per node: requested resources and workload pods (DaemonSet pods count toward the
@@ -169,21 +180,22 @@ fn capacity(c: CapacityType) -> &'static str {
     }
 }
 
-pub fn rows(s: &Snapshot) -> Vec<Row> {
+pub fn rows(s: &Snapshot, now: DateTime<Utc>) -> Vec<Row> {
     let usage = usage(s);
-    let involved = involvement(s);
+    let involved = Involvement::of(s);
+    let drifts = Drifts::of(s);
     s.state
         .nodes
         .iter()
         .zip(usage)
         .map(|(n, (req, pods, workload))| {
-            let (state, tone) = lifecycle_in(s, &involved, n, workload);
-            let age = s.at - n.created;
-            let (why, why_tone) = match s.outcomes.get(&n.nodeclaim) {
-                Some(o @ Outcome::Chosen { .. }) => (o.to_string(), Tone::Warn),
-                Some(o @ Outcome::Eligible { .. }) => (o.to_string(), Tone::Accent),
-                Some(o) => (o.to_string(), Tone::Muted),
-                None => ("-".into(), Tone::Muted),
+            let (state, tone) = lifecycle_in(s, &involved, &drifts, n, workload, now);
+            let age = now - n.created;
+            let (why, why_tone, kind) = standing::standing(s, &involved, &n.nodeclaim);
+            let why = if kind == standing::Kind::Unseen {
+                "-".to_string()
+            } else {
+                why
             };
             Row::new(
                 n.nodeclaim.clone(),
@@ -219,16 +231,16 @@ pub fn render(frame: &mut Frame, area: Rect, app: &mut App) {
         .nodes
         .render(frame, table, "Nodes", COLUMNS, &styles, true);
     let selected = app.tables.nodes.selected_row().map(|r| r.id.clone());
+    let now = app.now();
     let s = &app.snapshot;
     let lines: Vec<Line> = match selected.as_deref().and_then(|id| s.state.node(id)) {
         None => vec![Line::styled("no node selected", styles.muted)],
         Some(n) => {
-            let (state, tone) = lifecycle(s, n, 0);
-            let why = s
-                .outcomes
-                .get(&n.nodeclaim)
-                .map(|o| o.to_string())
-                .unwrap_or_else(|| "not looked at by a disruption pass yet".into());
+            let (mut state, tone) = lifecycle(s, n, 0, now);
+            if let Some(why) = drift_of(s, n) {
+                state = format!("{state} ({why})");
+            }
+            let (why, _, _) = standing::standing(s, &Involvement::of(s), &n.nodeclaim);
             vec![
                 Line::from(vec![
                     Span::styled(format!("{} ", n.name), styles.title),
@@ -260,7 +272,7 @@ pub fn render(frame: &mut Frame, area: Rect, app: &mut App) {
 }
 
 /// The node as its NodeClaim, its conditions, its pods and the explanation.
-pub fn details(s: &Snapshot, id: &str) -> Option<Details> {
+pub fn details(s: &Snapshot, id: &str, now: DateTime<Utc>) -> Option<Details> {
     let n = s.state.node(id)?;
     let mut b = Builder::default();
     let taints: Vec<_> = n.taints.iter().collect();
@@ -318,17 +330,15 @@ pub fn details(s: &Snapshot, id: &str) -> Option<Details> {
             format!(
                 "expires at {} ({})",
                 at.format("%Y-%m-%d %H:%M:%S UTC"),
-                format::relative(at - s.at)
+                format::relative(at - now)
             ),
         );
     }
     b.heading("Disruption");
-    let (state, tone) = lifecycle(s, n, 0);
+    let (state, tone) = lifecycle(s, n, 0, now);
     b.line(tone, format!("lifecycle: {state}"));
-    match s.outcomes.get(&n.nodeclaim) {
-        Some(o) => b.line(Tone::Normal, o.to_string()),
-        None => b.line(Tone::Muted, "not looked at by a disruption pass yet"),
-    };
+    let (why, why_tone, _) = standing::standing(s, &Involvement::of(s), &n.nodeclaim);
+    b.line(why_tone, why);
     let pods: Vec<&crate::engine::pod::Pod> = s
         .state
         .pods

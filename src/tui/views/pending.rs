@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use chrono::{DateTime, Utc};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
 use serde_json::json;
@@ -16,13 +17,16 @@ use crate::tui::app::App;
 use crate::tui::format;
 use crate::tui::widgets::table::{Cell, Column, Row, Tone, col};
 
+/// Kept longest: the pod and why it waits (the operator's question, with room for the
+/// scheduler's words, whose point may come late); the nomination goes first (it is in
+/// the reason's words too), then the requests.
 pub const COLUMNS: &[Column] = &[
-    col("POD", Constraint::Length(40)),
-    col("CPU", Constraint::Length(6)),
-    col("MEMORY", Constraint::Length(7)),
-    col("AGE", Constraint::Length(6)),
-    col("NOMINATED TO", Constraint::Length(24)),
-    col("WHY PENDING", Constraint::Min(20)),
+    col("POD", Constraint::Length(40)).keep(9).shrink(20),
+    col("CPU", Constraint::Length(6)).keep(4).shrink(5),
+    col("MEMORY", Constraint::Length(7)).keep(4).shrink(6),
+    col("AGE", Constraint::Length(6)).keep(6).shrink(5),
+    col("NOMINATED TO", Constraint::Length(28)).keep(1),
+    col("WHY PENDING", Constraint::Min(60)).keep(10).shrink(51),
 ];
 
 /// Pods waiting for a node.
@@ -67,7 +71,7 @@ pub fn reason(s: &Snapshot, nominees: &Nominees, p: &Pod) -> (String, Tone) {
     )
 }
 
-pub fn rows(s: &Snapshot) -> Vec<Row> {
+pub fn rows(s: &Snapshot, now: DateTime<Utc>) -> Vec<Row> {
     let nominees = Nominees::of(s);
     s.state
         .pods
@@ -75,7 +79,7 @@ pub fn rows(s: &Snapshot) -> Vec<Row> {
         .filter(|p| is_pending(p))
         .map(|p| {
             let (why, tone) = reason(s, &nominees, p);
-            let age = s.at - p.created;
+            let age = now - p.created;
             let key = p.key.to_string();
             Row::new(
                 key.clone(),
@@ -104,7 +108,7 @@ pub fn render(frame: &mut Frame, area: Rect, app: &mut App) {
         .render(frame, area, "Pending pods", COLUMNS, &styles, true);
 }
 
-pub fn details(s: &Snapshot, id: &str) -> Option<Details> {
+pub fn details(s: &Snapshot, id: &str, _now: DateTime<Utc>) -> Option<Details> {
     let p = s.state.pods.iter().find(|p| p.key.to_string() == id)?;
     let mut b = Builder::default();
     let (why, tone) = reason(s, &Nominees::of(s), p);

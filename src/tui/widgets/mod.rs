@@ -1,6 +1,7 @@
 //! Drawing pieces the views share: the windowed table, request bars, popups.
 
 pub mod bar;
+pub mod columns;
 pub mod popup;
 pub mod table;
 

@@ -11,8 +11,10 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell as TuiCell, Row as TuiRow, Table, TableState};
 use regex::Regex;
 
+use crate::tui::format;
 use crate::tui::theme::Styles;
 use crate::tui::widgets::bar::bar;
+use crate::tui::widgets::columns;
 
 /// How a cell or row is coloured, by theme slot.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -46,16 +48,7 @@ pub enum BarKind {
     Memory,
 }
 
-/// A column: its heading and width.
-#[derive(Clone, Debug)]
-pub struct Column {
-    pub title: &'static str,
-    pub width: Constraint,
-}
-
-pub const fn col(title: &'static str, width: Constraint) -> Column {
-    Column { title, width }
-}
+pub use crate::tui::widgets::columns::{Column, col};
 
 /// What a cell sorts by: its number, or else its text (case-insensitive, compared only
 /// when a sort asks, so building rows allocates nothing for it).
@@ -207,22 +200,6 @@ fn first_line(s: &str) -> String {
         .to_string()
 }
 
-/// How many leading columns fit in `width` cells at their minimum widths (at least one).
-fn fitting(columns: &[Column], width: u16) -> usize {
-    let mut used = 0u32;
-    for (i, c) in columns.iter().enumerate() {
-        let w = match c.width {
-            Constraint::Length(n) | Constraint::Min(n) => n as u32,
-            _ => 1,
-        };
-        used += w + if i > 0 { 1 } else { 0 };
-        if used > width as u32 {
-            return i.max(1);
-        }
-    }
-    columns.len()
-}
-
 /// A table's rows and where the operator is in them.
 #[derive(Clone, Debug, Default)]
 pub struct TableView {
@@ -239,6 +216,9 @@ pub struct TableView {
     page: usize,
     /// Where the rows (under the header) were drawn at the last draw, for the mouse.
     rows_area: Rect,
+    /// Every column at the width of its text, scrolled sideways by `hscroll` columns.
+    wide: bool,
+    hscroll: usize,
 }
 
 impl TableView {
@@ -367,6 +347,23 @@ impl TableView {
         self.selected = self.order.len().saturating_sub(1);
     }
 
+    /// Turns the wide mode on or off (ctrl-w): every column at full width, scrolled
+    /// sideways, instead of columns shrunk and dropped to fit.
+    pub fn toggle_wide(&mut self) -> bool {
+        self.wide = !self.wide;
+        self.hscroll = 0;
+        self.wide
+    }
+
+    pub fn is_wide(&self) -> bool {
+        self.wide
+    }
+
+    /// Scrolls a wide table sideways by whole columns (the first column stays).
+    pub fn scroll_sideways(&mut self, delta: i64) {
+        self.hscroll = (self.hscroll as i64 + delta).max(0) as usize;
+    }
+
     /// Draws the rows on screen inside a bordered block titled with the counts, the
     /// filter and the sort.
     pub fn render(
@@ -388,6 +385,9 @@ impl TableView {
         if let Some(f) = &self.filter {
             title_spans.push(Span::styled(format!("/{} ", f.text), styles.warn));
         }
+        if self.wide {
+            self.hscroll = self.hscroll.min(columns.len().saturating_sub(2));
+        }
         if let Some((c, desc)) = self.sort
             && let Some(column) = columns.get(c)
         {
@@ -397,12 +397,7 @@ impl TableView {
                 styles.accent,
             ));
         }
-        let block = Block::default()
-            .borders(Borders::ALL)
-            .border_style(if focused { styles.title } else { styles.border })
-            .title(Line::from(title_spans));
-        let inner = block.inner(area);
-        frame.render_widget(block, area);
+        let inner = Block::default().borders(Borders::ALL).inner(area);
         let body = inner.height.saturating_sub(1) as usize;
         self.page = body;
         self.rows_area = Rect {
@@ -418,17 +413,13 @@ impl TableView {
         self.offset = self
             .offset
             .min(self.order.len().saturating_sub(body.max(1)));
-        // Narrow terminals: drop columns from the right (views order them by importance)
-        // rather than squeezing every column until none is readable.
-        let columns = &columns[..fitting(columns, inner.width)];
-        let widths: Vec<Constraint> = columns.iter().map(|c| c.width).collect();
-        // Bars need their column's width; solve the layout the way Table does.
-        let col_widths: Vec<u16> = ratatui::layout::Layout::horizontal(widths.clone())
-            .spacing(1)
-            .split(inner)
-            .iter()
-            .map(|r| r.width)
-            .collect();
+        let (placed, more_left, more_right) = if self.wide {
+            let full = self.full_widths(columns, body);
+            columns::plan_wide(columns, &full, self.hscroll, inner.width)
+        } else {
+            (columns::plan(columns, inner.width), false, false)
+        };
+        let widths: Vec<Constraint> = placed.iter().map(|p| Constraint::Length(p.width)).collect();
         let rows: Vec<TuiRow> = self
             .order
             .iter()
@@ -437,32 +428,35 @@ impl TableView {
             .map(|&i| {
                 let row = &self.rows[i];
                 let row_style = row.tone.style(styles);
-                let cells: Vec<TuiCell> = row
-                    .cells
+                let cells: Vec<TuiCell> = placed
                     .iter()
-                    .take(columns.len())
-                    .enumerate()
-                    .map(|(ci, c)| match c.bar {
-                        Some((f, kind)) => {
+                    .map(|p| match row.cells.get(p.index) {
+                        None => TuiCell::from(""),
+                        Some(Cell {
+                            bar: Some((f, kind)),
+                            ..
+                        }) => {
                             let fill = match kind {
                                 BarKind::Cpu => styles.bar_cpu,
                                 BarKind::Memory => styles.bar_memory,
                             };
-                            TuiCell::from(bar(
-                                f,
-                                col_widths.get(ci).copied().unwrap_or(10),
-                                fill,
-                                styles.bar_empty,
-                            ))
+                            TuiCell::from(bar(*f, p.width, fill, styles.bar_empty))
                         }
-                        None => TuiCell::from(Span::styled(c.text.as_str(), c.tone.style(styles))),
+                        Some(c) => TuiCell::from(Span::styled(
+                            format::clip(&c.text, p.width as usize),
+                            c.tone.style(styles),
+                        )),
                     })
                     .collect();
                 TuiRow::new(cells).style(row_style)
             })
             .collect();
-        let header =
-            TuiRow::new(columns.iter().map(|c| TuiCell::from(c.title))).style(styles.table_header);
+        let header = TuiRow::new(
+            placed
+                .iter()
+                .map(|p| TuiCell::from(format::clip(columns[p.index].title, p.width as usize))),
+        )
+        .style(styles.table_header);
         let table = Table::new(rows, widths)
             .header(header)
             .column_spacing(1)
@@ -471,7 +465,37 @@ impl TableView {
         if !self.order.is_empty() && focused {
             state.select(Some(self.selected - self.offset));
         }
+        if self.wide {
+            let arrows = match (more_left, more_right) {
+                (true, true) => "◀ ▶",
+                (true, false) => "◀",
+                (false, true) => "▶",
+                (false, false) => "",
+            };
+            title_spans.push(Span::styled(format!("wide {arrows} "), styles.accent));
+        }
+        let block = Block::default()
+            .borders(Borders::ALL)
+            .border_style(if focused { styles.title } else { styles.border })
+            .title(Line::from(title_spans));
+        frame.render_widget(block, area);
         frame.render_stateful_widget(table, inner, &mut state);
+    }
+
+    /// Wide mode: each column's widest text among the rows on screen and its title.
+    fn full_widths(&self, columns: &[Column], body: usize) -> Vec<u16> {
+        let mut full: Vec<u16> = columns
+            .iter()
+            .map(|c| c.title.chars().count() as u16)
+            .collect();
+        for &i in self.order.iter().skip(self.offset).take(body) {
+            for (w, c) in full.iter_mut().zip(&self.rows[i].cells) {
+                if c.bar.is_none() {
+                    *w = (*w).max(c.text.chars().count().min(u16::MAX as usize) as u16);
+                }
+            }
+        }
+        full
     }
 }
 
@@ -546,19 +570,6 @@ mod tests {
         // New data keeps the filter.
         t.set_rows(rows());
         assert_eq!(ids(&t), ["beta", "gamma"]);
-    }
-
-    #[test]
-    fn narrow_tables_drop_trailing_columns() {
-        let cols = [
-            col("A", Constraint::Length(5)),
-            col("B", Constraint::Length(10)),
-            col("C", Constraint::Min(10)),
-        ];
-        assert_eq!(fitting(&cols, 100), 3);
-        assert_eq!(fitting(&cols, 27), 3);
-        assert_eq!(fitting(&cols, 26), 2);
-        assert_eq!(fitting(&cols, 3), 1);
     }
 
     #[test]
