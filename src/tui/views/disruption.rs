@@ -7,6 +7,7 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
@@ -179,11 +180,14 @@ pub fn render(frame: &mut Frame, area: Rect, app: &mut App) {
         .render(frame, table, "Decisions", COLUMNS, &styles, true);
     let [blocked_area, history_area] =
         Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(bottom);
-    let s = &app.snapshot;
     let rows = blocked_area.height.saturating_sub(2) as usize;
     // Lines cut at the pane's edge end in an ellipsis, as table cells do.
     let room = blocked_area.width.saturating_sub(2) as usize;
-    let blocked = blocked(s);
+    let blocked = Arc::clone(
+        app.blocked
+            .get_or_insert_with(|| Arc::new(blocked(&app.snapshot))),
+    );
+    let s = &app.snapshot;
     let lines: Vec<Line> = blocked
         .iter()
         .take(rows)
