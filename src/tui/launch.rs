@@ -72,6 +72,7 @@ pub fn prepare(opts: &Options) -> Prepared {
             confirm: loaded.confirm,
             themes_dir: loaded.themes_dir,
             no_color: theme::no_color_requested(),
+            truecolor: theme::truecolor_supported(),
         },
         actor,
         warnings,

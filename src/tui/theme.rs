@@ -481,6 +481,61 @@ impl Theme {
     }
 }
 
+impl Theme {
+    /// The theme with every RGB colour replaced by its nearest colour of the xterm
+    /// 256-colour palette: a terminal without truecolor shows RGB as whatever it guesses
+    /// (often a wrong, unreadable colour), while the 256-colour palette is universal.
+    pub fn in_256_colours(&self) -> Theme {
+        let map = |c: Option<Color>| c.map(nearest_256);
+        Theme {
+            name: format!("{} (256 colours)", self.name),
+            styles: self.styles.map(|s| Style {
+                fg: map(s.fg),
+                bg: map(s.bg),
+                underline_color: map(s.underline_color),
+                ..s
+            }),
+        }
+    }
+}
+
+/// The xterm-256 colour nearest to an RGB colour: the closer of the 6x6x6 cube's entry
+/// and the 24-step grey ramp's (by squared distance). Named and indexed colours stay.
+pub fn nearest_256(c: Color) -> Color {
+    let Color::Rgb(r, g, b) = c else {
+        return c;
+    };
+    const LEVELS: [u8; 6] = [0, 95, 135, 175, 215, 255];
+    let level = |v: u8| {
+        (0..6)
+            .min_by_key(|&i| (LEVELS[i] as i32 - v as i32).abs())
+            .unwrap_or(0)
+    };
+    let (ri, gi, bi) = (level(r), level(g), level(b));
+    let cube = (LEVELS[ri], LEVELS[gi], LEVELS[bi]);
+    let avg = (r as u32 + g as u32 + b as u32) / 3;
+    // Greys 232..=255 are 8, 18, ..., 238.
+    let step = ((avg.saturating_sub(3)) / 10).min(23) as u8;
+    let grey = 8 + 10 * step;
+    let dist = |(x, y, z): (u8, u8, u8)| {
+        let d = |a: u8, b: u8| (a as i32 - b as i32).pow(2);
+        d(x, r) + d(y, g) + d(z, b)
+    };
+    if dist((grey, grey, grey)) < dist(cube) {
+        Color::Indexed(232 + step)
+    } else {
+        Color::Indexed(16 + 36 * ri as u8 + 6 * gi as u8 + bi as u8)
+    }
+}
+
+/// Whether the terminal says it shows 24-bit colour (COLORTERM=truecolor or 24bit, or a
+/// `*-direct` TERM). Terminals that do not say so get the 256-colour palette.
+pub fn truecolor_supported() -> bool {
+    let colorterm = std::env::var("COLORTERM").unwrap_or_default();
+    let term = std::env::var("TERM").unwrap_or_default();
+    matches!(colorterm.as_str(), "truecolor" | "24bit") || term.ends_with("-direct")
+}
+
 impl Default for Theme {
     /// The built-in dark theme. Its file is part of the binary and tested, so this cannot
     /// fail; a minimal fallback keeps even a broken build drawable.
@@ -529,6 +584,33 @@ pub fn no_color_requested() -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Seen: RGB colours on a terminal without truecolor. Every colour of every built-in
+    /// theme becomes a palette colour, and the mapping lands where it should.
+    #[test]
+    fn without_truecolor_every_colour_is_a_palette_colour() {
+        assert_eq!(nearest_256(Color::Rgb(0, 0, 0)), Color::Indexed(16));
+        assert_eq!(nearest_256(Color::Rgb(255, 255, 255)), Color::Indexed(231));
+        assert_eq!(nearest_256(Color::Rgb(255, 0, 0)), Color::Indexed(196));
+        assert_eq!(
+            nearest_256(Color::Rgb(0x1e, 0x1e, 0x1e)),
+            Color::Indexed(234)
+        );
+        assert_eq!(nearest_256(Color::Red), Color::Red);
+        for name in Theme::available(None) {
+            let (t, _) = Theme::load(&name, None).unwrap();
+            let t = t.in_256_colours();
+            let seen = std::cell::Cell::new(0);
+            t.styles.map(|s| {
+                for c in [s.fg, s.bg, s.underline_color].into_iter().flatten() {
+                    assert!(!matches!(c, Color::Rgb(..)), "{name}: {c:?}");
+                    seen.set(seen.get() + 1);
+                }
+                s
+            });
+            assert!(seen.get() > 0, "{name} has colours");
+        }
+    }
 
     #[test]
     fn every_builtin_theme_parses_and_sets_every_slot_it_names() {

@@ -111,11 +111,28 @@ pub struct Settings {
     pub themes_dir: Option<PathBuf>,
     /// Strip colours (NO_COLOR).
     pub no_color: bool,
+    /// The terminal shows 24-bit colour; otherwise themes are drawn in the 256-colour
+    /// palette.
+    pub truecolor: bool,
 }
 
 /// The actions that ask first unless the config says otherwise: the ones that are hard
 /// to take back with one more key (approve-all always asks, whatever the config says).
 pub const DEFAULT_CONFIRM: &[Action] = &[Action::ApproveAll, Action::Reject, Action::Pause];
+
+impl Settings {
+    /// A theme as this terminal can show it: no colour under NO_COLOR, the 256-colour
+    /// palette without truecolor.
+    pub fn fit(&self, theme: Theme) -> Theme {
+        if self.no_color {
+            theme.without_colour()
+        } else if !self.truecolor {
+            theme.in_256_colours()
+        } else {
+            theme
+        }
+    }
+}
 
 impl Default for Settings {
     fn default() -> Settings {
@@ -123,6 +140,7 @@ impl Default for Settings {
             confirm: DEFAULT_CONFIRM.iter().copied().collect(),
             themes_dir: None,
             no_color: false,
+            truecolor: true,
         }
     }
 }
@@ -238,11 +256,7 @@ impl App {
         settings: Settings,
         log: LogPane,
     ) -> App {
-        let theme = if settings.no_color {
-            theme.without_colour()
-        } else {
-            theme
-        };
+        let theme = settings.fit(theme);
         let mut app = App {
             snapshot,
             view: View::Overview,

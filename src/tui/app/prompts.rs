@@ -161,11 +161,7 @@ impl App {
                     }
                     Some(name) => match Theme::load(&name, self.settings.themes_dir.as_deref()) {
                         Ok((t, problems)) => {
-                            self.theme = if self.settings.no_color {
-                                t.without_colour()
-                            } else {
-                                t
-                            };
+                            self.theme = self.settings.fit(t);
                             // Each mistake goes to the log; the footer shows the first
                             // and how many more there are.
                             for p in &problems {
