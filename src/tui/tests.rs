@@ -624,6 +624,23 @@ mod overview_queue_mouse {
         );
     }
 
+    /// The Disruption view's table says the same as the overview: the two decisions the
+    /// budget has no room for read "over budget", not "awaiting approval".
+    #[test]
+    fn the_disruption_view_marks_decisions_the_budget_cannot_take() {
+        let mut app = frame::app(queued("1", 3), Theme::default(), false);
+        app.show(View::Disruption);
+        let text = frame::text(&frame::draw(&mut app, 160, 45));
+        assert_eq!(
+            lines_with(&text, &["#1", "awaiting approval"]).len(),
+            1,
+            "{text}"
+        );
+        for id in ["│#2 ", "│#3 "] {
+            assert_eq!(lines_with(&text, &[id, "over budget"]).len(), 1, "{text}");
+        }
+    }
+
     #[test]
     fn the_waiting_list_says_how_many_it_does_not_show() {
         let s = queued("100%", 15);

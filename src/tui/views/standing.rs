@@ -13,6 +13,7 @@ use crate::control::controller::Snapshot;
 use crate::control::journal::Entry;
 use crate::control::orchestration::{Execution, Phase};
 use crate::engine::disruption::{Block, Outcome};
+use crate::tui::views::queue::Queue;
 use crate::tui::widgets::table::Tone;
 
 /// What holds a node now, from the snapshot's decisions.
@@ -24,7 +25,7 @@ pub enum Role<'a> {
 
 /// Nodes in a command in flight or a waiting decision: one pass over the decisions, so
 /// building every row does not rescan them per node.
-pub struct Involvement<'a>(HashMap<&'a str, Role<'a>>);
+pub struct Involvement<'a>(HashMap<&'a str, Role<'a>>, Queue);
 
 impl<'a> Involvement<'a> {
     pub fn of(s: &'a Snapshot) -> Involvement<'a> {
@@ -40,7 +41,12 @@ impl<'a> Involvement<'a> {
                 m.entry(c).or_insert(Role::Pending(d));
             }
         }
-        Involvement(m)
+        Involvement(m, Queue::build(s))
+    }
+
+    /// The budget queue of this snapshot's waiting decisions: whether each would run.
+    pub fn queue(&self) -> &Queue {
+        &self.1
     }
 
     pub fn get(&self, nodeclaim: &str) -> Option<Role<'a>> {
@@ -58,15 +64,10 @@ pub fn phase(e: &Execution) -> String {
     }
 }
 
-/// What holds a pending decision, as the Decisions table says it.
-pub fn decision_state(s: &Snapshot, d: &Decision) -> (String, Tone) {
-    if let Some(scope) = s.pauses.iter().find(|sc| sc.covers(&d.command)) {
-        return (format!("paused ({scope})"), Tone::Warn);
-    }
-    match d.policy {
-        Policy::Manual => ("awaiting approval".into(), Tone::Warn),
-        Policy::Auto => ("auto: runs next poll".into(), Tone::Muted),
-    }
+/// What holds a pending decision, as the Decisions table says it: a pause, a budget
+/// with no room for it now (views/queue.rs), or the operator / the next poll.
+pub fn decision_state(queue: &Queue, d: &Decision) -> (String, Tone) {
+    queue.state(d)
 }
 
 /// The short form for the Nodes table's STATE column ("draining #3", "awaiting #2").
@@ -118,7 +119,7 @@ pub fn standing(s: &Snapshot, inv: &Involvement, nodeclaim: &str) -> (String, To
             Kind::Disrupting,
         ),
         Some(Role::Pending(d)) => {
-            let (state, tone) = decision_state(s, d);
+            let (state, tone) = decision_state(inv.queue(), d);
             (
                 format!("in decision #{} ({}): {state}", d.id, d.command.method),
                 tone,
