@@ -524,7 +524,8 @@ fn two_attached_consoles_approve_reject_and_pause_through_the_controller() {
         .capture()
         .contains(&format!("rejection of #{second} sent"))
     {
-        b.keys("y");
+        // Enter confirms (the popup's reason field takes every other key as text).
+        b.keys("\r");
     }
     b.wait_for("the rejection sent", PATIENCE, |s| {
         s.contains(&format!("rejection of #{second} sent"))
@@ -546,7 +547,7 @@ fn two_attached_consoles_approve_reject_and_pause_through_the_controller() {
         s.contains("Pause") || s.contains("paused")
     });
     if !b.capture().contains("paused disruption: all") {
-        b.keys("y");
+        b.keys("\r");
     }
     b.wait_for("the pause sent", PATIENCE, |s| {
         s.contains("paused disruption: all")
