@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use tmux::Tmux;
+use tmux::{Tmux, first_awaiting};
 
 const BIN: &str = env!("CARGO_BIN_EXE_karpenter-tui");
 
@@ -23,21 +23,6 @@ fn console(dir: &Path, before: &str, args: &str) -> Tmux {
         dir.join("state").display()
     );
     Tmux::start(dir, &command)
-}
-
-/// The decision id on the first "awaiting approval" row of the Disruption view.
-fn first_awaiting(screen: &str) -> Option<u64> {
-    screen
-        .lines()
-        .find(|l| l.contains("awaiting approval") && l.trim_start_matches('│').starts_with('#'))
-        .and_then(|l| {
-            l.trim_start_matches('│')
-                .trim_start_matches('#')
-                .split_whitespace()
-                .next()?
-                .parse()
-                .ok()
-        })
 }
 
 fn tmux_ok(tmux: &Tmux, args: &[&str]) {

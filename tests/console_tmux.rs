@@ -9,24 +9,9 @@ mod tmux;
 use std::process::Command;
 use std::time::Duration;
 
-use tmux::Tmux;
+use tmux::{Tmux, first_awaiting};
 
 const BIN: &str = env!("CARGO_BIN_EXE_karpenter-tui");
-
-/// The decision id on the selected (first) row of the Disruption view.
-fn first_awaiting(screen: &str) -> Option<u64> {
-    screen
-        .lines()
-        .find(|l| l.contains("awaiting approval") && l.trim_start_matches('│').starts_with('#'))
-        .and_then(|l| {
-            l.trim_start_matches('│')
-                .trim_start_matches('#')
-                .split_whitespace()
-                .next()?
-                .parse()
-                .ok()
-        })
-}
 
 #[test]
 fn approve_from_the_keyboard_and_quit_restores_the_terminal() {

@@ -93,3 +93,19 @@ impl Drop for Tmux {
             .status();
     }
 }
+
+/// The decision id on the first "awaiting approval" row of the Disruption view.
+#[allow(dead_code)]
+pub fn first_awaiting(screen: &str) -> Option<u64> {
+    screen
+        .lines()
+        .find(|l| l.contains("awaiting approval") && l.trim_start_matches('│').starts_with('#'))
+        .and_then(|l| {
+            l.trim_start_matches('│')
+                .trim_start_matches('#')
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
+}

@@ -14,8 +14,8 @@ use chrono::{DateTime, Utc};
 use super::Details;
 use super::details::Builder;
 use super::queue::Queue;
+pub use super::standing::phase;
 use super::standing::{self, Involvement, Kind};
-pub use super::standing::{decision_state, phase};
 use crate::control::controller::Snapshot;
 use crate::control::disruption::CONTROLLER;
 use crate::control::journal::{Action as JournalAction, Entry};
@@ -107,7 +107,7 @@ pub fn rows(s: &Snapshot, now: DateTime<Utc>) -> Vec<Row> {
     let mut rows = Vec::new();
     let queue = Queue::build(s);
     for d in &s.pending {
-        let (state, tone) = decision_state(&queue, d);
+        let (state, tone) = queue.state(d);
         let age = now - d.proposed_at;
         let mut cells = vec![
             Cell::num(format!("#{}", d.id), d.id as f64),
@@ -272,7 +272,7 @@ pub fn details(s: &Snapshot, id: &str, now: DateTime<Utc>) -> Option<Details> {
     let mut b = Builder::default();
     if let Some(n) = decision_id(id) {
         let d = s.pending.iter().find(|d| d.id == n)?;
-        let (state, tone) = decision_state(&Queue::build(s), d);
+        let (state, tone) = Queue::build(s).state(d);
         b.heading("Decision");
         b.line(
             tone,

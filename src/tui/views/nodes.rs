@@ -236,11 +236,12 @@ pub fn render(frame: &mut Frame, area: Rect, app: &mut App) {
     let lines: Vec<Line> = match selected.as_deref().and_then(|id| s.state.node(id)) {
         None => vec![Line::styled("no node selected", styles.muted)],
         Some(n) => {
-            let (mut state, tone) = lifecycle(s, n, 0, now);
-            if let Some(why) = drift_of(s, n) {
+            let (inv, drifts) = (Involvement::of(s), Drifts::of(s));
+            let (mut state, tone) = lifecycle_in(s, &inv, &drifts, n, 0, now);
+            if let Some(why) = drifts.verdict(n) {
                 state = format!("{state} ({why})");
             }
-            let (why, _, _) = standing::standing(s, &Involvement::of(s), &n.nodeclaim);
+            let (why, _, _) = standing::standing(s, &inv, &n.nodeclaim);
             vec![
                 Line::from(vec![
                     Span::styled(format!("{} ", n.name), styles.title),

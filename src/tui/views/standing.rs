@@ -6,6 +6,7 @@
 //! approved since the pass reads "draining" everywhere, never "waiting for approval" in
 //! one pane and "draining" in another.
 
+use std::cell::OnceCell;
 use std::collections::HashMap;
 
 use crate::control::approvals::{Decision, Policy};
@@ -25,7 +26,13 @@ pub enum Role<'a> {
 
 /// Nodes in a command in flight or a waiting decision: one pass over the decisions, so
 /// building every row does not rescan them per node.
-pub struct Involvement<'a>(HashMap<&'a str, Role<'a>>, Queue);
+/// The budget queue is built only when a waiting decision's state is asked for: it walks
+/// every node, and most callers (a Nodes row's short state) never need it.
+pub struct Involvement<'a> {
+    roles: HashMap<&'a str, Role<'a>>,
+    snapshot: &'a Snapshot,
+    queue: OnceCell<Queue>,
+}
 
 impl<'a> Involvement<'a> {
     pub fn of(s: &'a Snapshot) -> Involvement<'a> {
@@ -41,16 +48,20 @@ impl<'a> Involvement<'a> {
                 m.entry(c).or_insert(Role::Pending(d));
             }
         }
-        Involvement(m, Queue::build(s))
+        Involvement {
+            roles: m,
+            snapshot: s,
+            queue: OnceCell::new(),
+        }
     }
 
     /// The budget queue of this snapshot's waiting decisions: whether each would run.
     pub fn queue(&self) -> &Queue {
-        &self.1
+        self.queue.get_or_init(|| Queue::build(self.snapshot))
     }
 
     pub fn get(&self, nodeclaim: &str) -> Option<Role<'a>> {
-        self.0.get(nodeclaim).copied()
+        self.roles.get(nodeclaim).copied()
     }
 }
 
@@ -62,12 +73,6 @@ pub fn phase(e: &Execution) -> String {
         Phase::Deleted => "done".into(),
         Phase::Failed { reason } => format!("failed: {reason}"),
     }
-}
-
-/// What holds a pending decision, as the Decisions table says it: a pause, a budget
-/// with no room for it now (views/queue.rs), or the operator / the next poll.
-pub fn decision_state(queue: &Queue, d: &Decision) -> (String, Tone) {
-    queue.state(d)
 }
 
 /// The short form for the Nodes table's STATE column ("draining #3", "awaiting #2").
@@ -119,7 +124,7 @@ pub fn standing(s: &Snapshot, inv: &Involvement, nodeclaim: &str) -> (String, To
             Kind::Disrupting,
         ),
         Some(Role::Pending(d)) => {
-            let (state, tone) = decision_state(inv.queue(), d);
+            let (state, tone) = inv.queue().state(d);
             (
                 format!("in decision #{} ({}): {state}", d.id, d.command.method),
                 tone,
