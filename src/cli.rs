@@ -343,6 +343,11 @@ pub enum Bench {
         /// Passes; the fastest is reported.
         #[arg(long, default_value_t = 3)]
         repeat: usize,
+        /// Also time the incremental passes of a planner that ran the first: over the
+        /// same cluster 10 s later, and after one pod went; each is checked against a
+        /// full pass.
+        #[arg(long)]
+        unchanged: bool,
     },
     /// The cost of publishing a controller snapshot: building it, and the copy-on-write
     /// of the cluster state on the first change after it (what a console holding the

@@ -344,13 +344,16 @@ fn run_bench(b: Bench) -> ExitCode {
             json,
             seed,
             repeat,
+            unchanged,
         } => {
             let d = karpenter_tui::bench::disruption::run(nodes, pods, seed, repeat);
             let f = &d.figures;
+            let inc = unchanged
+                .then(|| karpenter_tui::bench::disruption::incremental(nodes, pods, seed, repeat));
             if json {
                 println!(
                     "{}",
-                    serde_json::json!({"nodes": f.nodes, "pods": f.pods, "seconds": f.seconds, "candidates_evaluated": f.candidates_evaluated, "decisions": f.decisions})
+                    serde_json::json!({"nodes": f.nodes, "pods": f.pods, "seconds": f.seconds, "candidates_evaluated": f.candidates_evaluated, "decisions": f.decisions, "incremental": inc})
                 );
             } else {
                 println!(
@@ -366,6 +369,9 @@ fn run_bench(b: Bench) -> ExitCode {
                 println!("outcomes: {}", outcomes.join(", "));
                 if let Some(c) = &d.command {
                     println!("command: {c}");
+                }
+                if let Some(i) = &inc {
+                    println!("{i}");
                 }
             }
             ExitCode::SUCCESS

@@ -20,7 +20,7 @@ use crate::api::labels;
 use crate::api::nodeclaim::{NodeSelectorRequirementWithMinValues, Operator};
 use crate::api::nodepool::NodePool;
 use crate::engine::catalog::{CapacityType, Catalog};
-use crate::engine::disruption::{self, Options};
+use crate::engine::disruption::{self, Options, Planner};
 use crate::engine::pod::{AffinityTerm, Phase, Pod, SpreadConstraint};
 use crate::engine::resources::Resources;
 use crate::engine::scheduling::benchmark::Rng;
@@ -238,5 +238,90 @@ pub fn run(nodes: usize, pods: usize, seed: u64, repeat: usize) -> Detail {
                 c.savings_per_hour
             )
         }),
+    }
+}
+
+/// What a planner that carries simulations over costs (`--unchanged`).
+#[derive(Clone, Debug, Serialize)]
+pub struct Incremental {
+    /// The planner's first pass (it simulates everything, as a full pass does).
+    pub cold_seconds: f64,
+    /// The same cluster 10 s later (best of the repeats, each 10 s further on).
+    pub unchanged_seconds: f64,
+    pub unchanged_simulated: usize,
+    /// After one pod went from a node.
+    pub one_change_seconds: f64,
+    pub one_change_simulated: usize,
+    /// Verdicts the first pass simulated.
+    pub cold_simulated: usize,
+    /// Every incremental pass said what a full pass over the same cluster at the same
+    /// time says.
+    pub same_as_full: bool,
+}
+
+impl std::fmt::Display for Incremental {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(
+            f,
+            "incremental: first pass {:.1} ms ({} simulations); unchanged cluster 10 s later {:.2} ms ({} simulations); one pod gone {:.1} ms ({} simulations)",
+            self.cold_seconds * 1000.0,
+            self.cold_simulated,
+            self.unchanged_seconds * 1000.0,
+            self.unchanged_simulated,
+            self.one_change_seconds * 1000.0,
+            self.one_change_simulated,
+        )?;
+        write!(
+            f,
+            "incremental outcomes {} a full pass's",
+            if self.same_as_full {
+                "are identical to"
+            } else {
+                "DIFFER from"
+            }
+        )
+    }
+}
+
+/// Times a planner's passes over the generated cluster: the first, the same cluster later,
+/// and after one pod went; each is compared with a full pass.
+pub fn incremental(nodes: usize, pods: usize, seed: u64, repeat: usize) -> Incremental {
+    let mut state = cluster(nodes, pods, seed);
+    let options = Options::default();
+    let mut planner = Planner::default();
+    let mut now = bench_now();
+    let timed = |planner: &mut Planner, state: &ClusterState, revision, now| {
+        let before = planner.stats.simulated;
+        let start = Instant::now();
+        let pass = planner.plan(state, revision, now, &options);
+        let seconds = start.elapsed().as_secs_f64();
+        (pass, seconds, planner.stats.simulated - before)
+    };
+    let (_, cold_seconds, cold_simulated) = timed(&mut planner, &state, 1, now);
+    let mut same_as_full = true;
+    let mut unchanged_seconds = f64::INFINITY;
+    let mut unchanged_simulated = 0;
+    for _ in 0..repeat.max(1) {
+        now += TimeDelta::seconds(10);
+        let (pass, s, n) = timed(&mut planner, &state, 1, now);
+        unchanged_seconds = unchanged_seconds.min(s);
+        unchanged_simulated = unchanged_simulated.max(n);
+        same_as_full &= pass == disruption::plan(&state, now, &options);
+    }
+    // One bound pod goes: its node and what its room could change are simulated again.
+    if let Some(i) = state.pods.iter().position(|p| p.node_name.is_some()) {
+        state.pods.remove(i);
+    }
+    now += TimeDelta::seconds(10);
+    let (pass, one_change_seconds, one_change_simulated) = timed(&mut planner, &state, 2, now);
+    same_as_full &= pass == disruption::plan(&state, now, &options);
+    Incremental {
+        cold_seconds,
+        unchanged_seconds,
+        unchanged_simulated,
+        one_change_seconds,
+        one_change_simulated,
+        cold_simulated,
+        same_as_full,
     }
 }

@@ -32,6 +32,9 @@ pub struct Candidate {
     pub pods: Vec<usize>,
     /// Disruption cost: lower is disrupted first.
     pub cost: f64,
+    /// The pods' eviction costs before scaling by the lifetime left: `cost` at another
+    /// moment is this times [`lifetime_remaining`] then.
+    pub eviction: f64,
     /// Consolidation may consider it (consolidateAfter has passed since the last pod event).
     pub consolidatable: Result<(), Block>,
     /// A do-not-disrupt pod or a PDB that blocks eviction, if any.
@@ -289,6 +292,7 @@ pub fn candidate(
         node: node_idx,
         pods,
         cost: cost * lifetime_remaining(node, now),
+        eviction: cost,
         consolidatable: consolidatable(node, pool, now),
         pod_block,
         drift,

@@ -19,6 +19,7 @@ mod command;
 pub mod consolidation;
 pub mod drift;
 pub mod fixture;
+pub mod incremental;
 pub mod outcome;
 mod sim_input;
 pub mod validation;
@@ -34,6 +35,7 @@ pub use budgets::{PoolBudgets, evaluate_budgets};
 use candidates::{Candidate, PdbIndex};
 use command::command;
 pub use command::{CandidateSummary, Command, Event, Replacement, ReplacementOption};
+pub use incremental::Planner;
 pub use outcome::{Block, Method, Outcome, Reason};
 pub use sim_input::{Movers, SimInput, moving_pods, pending_pods};
 
@@ -41,7 +43,7 @@ pub use sim_input::{Movers, SimInput, moving_pods, pending_pods};
 pub const MAX_MULTI_NODE_CANDIDATES: usize = 100;
 
 /// Knobs of a pass.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Options {
     /// Allow replacing spot nodes with cheaper spot nodes (upstream feature gate
     /// `SpotToSpotConsolidation`, default off).
@@ -74,7 +76,7 @@ pub struct Options {
 pub const SINGLE_NODE_BATCH: usize = 50;
 
 /// Everything one pass decided.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Pass {
     pub at: DateTime<Utc>,
     pub budgets: Vec<PoolBudgets>,
@@ -177,8 +179,19 @@ impl Soonest {
     }
 }
 
-/// Runs one disruption pass over the state at `now`.
+/// Runs one disruption pass over the state at `now`, simulating everything afresh (a
+/// [`Planner`] carries simulations over from pass to pass and says the same).
 pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass {
+    plan_with(state, now, options, &mut incremental::Verdicts::default())
+}
+
+/// A pass that takes the simulation verdicts `cache` holds and adds those it computes.
+fn plan_with(
+    state: &ClusterState,
+    now: DateTime<Utc>,
+    options: &Options,
+    cache: &mut incremental::Verdicts,
+) -> Pass {
     let budgets = evaluate_budgets(state, now, &options.reserved);
     let pods_by_node = state.pods_by_node();
     let pdbs = PdbIndex::new(&state.pdbs);
@@ -243,6 +256,7 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
                     .filter(|&p| crate::engine::state::is_reschedulable(&state.pods[p]))
                     .collect(),
                 cost: 0.0,
+                eviction: 0.0,
                 consolidatable: Ok(()),
                 pod_block: None,
                 drift: None,
@@ -281,6 +295,7 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
     }
     pass.next_change = soon.at;
     candidates::rank(&mut cands, state);
+    cache.ranked = cands.iter().map(|c| (c.node, c.eviction)).collect();
     let node = |c: &Candidate| -> &StateNode { &state.nodes[c.node] };
     let key = |c: &Candidate| -> String { state.nodes[c.node].nodeclaim.clone() };
 
@@ -293,18 +308,22 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
             );
         }
         pass.budgets = budgets;
+        cache.countdown = true;
         return pass;
     }
     let scaling = options.scaling_up.as_ref().map(|claim| Block::ScalingUp {
         nodeclaim: claim.clone(),
     });
 
-    let sim_input = SimInput::new(state, &pods_by_node);
-    let mut sim = crate::engine::scheduling::Simulator::new(&sim_input.input);
+    // Built on the first verdict the cache does not hold: a pass over an unchanged
+    // cluster simulates nothing.
+    let sim_cell = std::cell::OnceCell::new();
+    let sim_input = || sim_cell.get_or_init(|| SimInput::new(state, &pods_by_node));
+    let mut sim_slot: Option<crate::engine::scheduling::Simulator> = None;
     let pending = pending_pods(state);
     let moving = moving_pods(&pending);
-    let movers = Movers {
-        sim_input: &sim_input,
+    let movers = || Movers {
+        sim_input: sim_input(),
         pending: &pending,
         moving: &moving,
     };
@@ -413,10 +432,20 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
             pass.outcomes.insert(name, Outcome::Blocked(b.clone()));
             continue;
         }
-        let replacements = match drift::replacements(&mut sim, state, c, &movers) {
-            Ok(r) => r,
+        let replacements = match incremental::Verdicts::get_or(
+            &mut cache.drift,
+            (&mut cache.simulated, &mut cache.carried),
+            name.clone(),
+            || {
+                let sim = sim_slot.get_or_insert_with(|| {
+                    crate::engine::scheduling::Simulator::new(&sim_input().input)
+                });
+                drift::replacements(sim, state, c, &movers())
+            },
+        ) {
+            Ok(r) => r.clone(),
             Err(b) => {
-                pass.outcomes.insert(name, Outcome::Blocked(b));
+                pass.outcomes.insert(name, Outcome::Blocked(b.clone()));
                 continue;
             }
         };
@@ -500,16 +529,29 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
             pass.candidates_evaluated += set.len();
             // A Balanced pool may reject a move that works (upstream
             // `multinodeconsolidation.go` scores each valid window).
-            match consolidation::evaluate(
-                &mut sim,
-                state,
-                set,
-                &movers,
-                options.spot_to_spot,
-                !options.fast,
+            let set_key: Vec<String> = set.iter().map(|c| key(c)).collect();
+            match incremental::Verdicts::get_or(
+                &mut cache.sets,
+                (&mut cache.simulated, &mut cache.carried),
+                set_key,
+                || {
+                    let sim = sim_slot.get_or_insert_with(|| {
+                        crate::engine::scheduling::Simulator::new(&sim_input().input)
+                    });
+                    consolidation::evaluate(
+                        sim,
+                        state,
+                        set,
+                        &movers(),
+                        options.spot_to_spot,
+                        !options.fast,
+                    )
+                },
             )
+            .as_ref()
+            .map_err(Clone::clone)
             .and_then(|p| {
-                balanced::approve(state, set, p.savings, &balanced_totals).map(|s| (p, s))
+                balanced::approve(state, set, p.savings, &balanced_totals).map(|s| (p.clone(), s))
             }) {
                 Ok(p) => {
                     multi = Some((mid + 1, p));
@@ -593,14 +635,26 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
             continue;
         }
         pass.candidates_evaluated += 1;
-        match consolidation::evaluate(
-            &mut sim,
-            state,
-            &[c],
-            &movers,
-            options.spot_to_spot,
-            !options.fast,
+        match incremental::Verdicts::get_or(
+            &mut cache.single,
+            (&mut cache.simulated, &mut cache.carried),
+            name.clone(),
+            || {
+                let sim = sim_slot.get_or_insert_with(|| {
+                    crate::engine::scheduling::Simulator::new(&sim_input().input)
+                });
+                consolidation::evaluate(
+                    sim,
+                    state,
+                    &[c],
+                    &movers(),
+                    options.spot_to_spot,
+                    !options.fast,
+                )
+            },
         )
+        .as_ref()
+        .map_err(Clone::clone)
         .and_then(|p| balanced::approve(state, &[c], p.savings, &balanced_totals).map(|s| (p, s)))
         {
             Ok((p, scores)) => {
@@ -612,7 +666,7 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
                         Method::SingleNodeConsolidation,
                         Reason::Underutilized,
                         &[c],
-                        p.replacement.into_iter().collect(),
+                        p.replacement.iter().cloned().collect(),
                     );
                     pass.balanced_approvals
                         .extend(scores.into_iter().map(|(pool, score)| BalancedApproval {
@@ -651,6 +705,10 @@ pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass
             .entry(key(c))
             .or_insert(Outcome::Blocked(Block::NotEvaluated));
     }
+    cache.countdown = pass
+        .outcomes
+        .values()
+        .any(|o| matches!(o, Outcome::Blocked(Block::ConsolidateAfter { .. })));
     for (name, o) in &pass.outcomes {
         if let Outcome::Blocked(b) = o {
             if b.is_transient() {

@@ -609,6 +609,7 @@ fn a_reused_simulator_answers_like_fresh_solves() {
     assert!(compared >= 15, "only {compared} nodes compared");
 }
 
+mod incremental;
 mod upstream_rules;
 
 /// m $0.40 (4 cpu), l $0.70 (8 cpu), big $1.00 (16 cpu); on-demand only.

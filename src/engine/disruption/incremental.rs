@@ -1,0 +1,456 @@
+//! Incremental disruption: what one pass simulated, carried into the next.
+//!
+//! A pass at 5,000 nodes runs thousands of scheduling simulations ("could this node's
+//! pods go elsewhere?"), while between two polls only a few nodes change. The
+//! [`Planner`] keeps each simulation's verdict with the world it was computed in and, at
+//! the next pass, drops exactly the verdicts a change could have altered:
+//!
+//! - anything the simulations all read (NodePools, their instance types and, where a pool
+//!   has limits, its usage; DaemonSets; the pending pods; the pass's knobs) changed:
+//!   every verdict goes;
+//! - some nodes changed (added, removed, relabelled, retainted, a pod bound, moved or
+//!   gone): multi-node and drift verdicts go (they read the whole cluster), and a
+//!   single-node verdict goes when its node changed, when its pods could be scheduled on
+//!   a changed node (they tolerate its taints, before or after), when its pods or the
+//!   pending pods carry topology rules (spread, pod affinity: they count pods
+//!   everywhere), or when a changed node holds a pod with anti-affinity (it keeps others
+//!   away from its whole domain).
+//!
+//! Everything time-dependent (timers, budgets, ranking, do-not-disrupt windows) is
+//! worked out afresh every pass, so a pass with carried verdicts says word for word what
+//! a full pass would (`tests::incremental_passes_match_full_passes` checks that over
+//! random change sequences). What is carried is the simulations only; the simulator
+//! itself is built only when some verdict must be recomputed.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+
+use crate::api::nodeclaim::{Taint, TaintEffect};
+use crate::api::nodepool::NodePoolSpec;
+use crate::engine::catalog::InstanceType;
+use crate::engine::pod::Pod;
+use crate::engine::state::{ClusterState, StateNode};
+
+use super::consolidation::Plan;
+use super::{Block, Options, Pass, Replacement};
+
+/// More changed nodes than this and single-node verdicts are not worth sorting out: all go.
+const MAX_CHANGED_NODES: usize = 64;
+
+/// Carries simulation verdicts from pass to pass (see the module doc).
+#[derive(Debug, Default)]
+pub struct Planner {
+    /// The owner's revision of the state the cached verdicts hold for.
+    revision: Option<u64>,
+    world: Option<World>,
+    pub(super) cache: Verdicts,
+    /// The last pass, to hand out again while nothing it depends on moved.
+    last: Option<(Options, Pass)>,
+    /// Simulations run and verdicts carried over, over the planner's life.
+    pub stats: Stats,
+}
+
+/// Counts of the planner's work, for benchmarks and tests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Verdicts computed by simulating.
+    pub simulated: usize,
+    /// Verdicts taken from an earlier pass.
+    pub carried: usize,
+}
+
+/// The verdicts of earlier passes that still hold.
+#[derive(Debug, Default)]
+pub(super) struct Verdicts {
+    /// Single-node consolidation, by NodeClaim.
+    pub single: HashMap<String, Result<Plan, Block>>,
+    /// Multi-node consolidation, by the candidates' NodeClaims in order.
+    pub sets: HashMap<Vec<String>, Result<Plan, Block>>,
+    /// Drift replacements, by NodeClaim.
+    pub drift: HashMap<String, Result<Vec<Replacement>, Block>>,
+    pub simulated: usize,
+    pub carried: usize,
+    /// The last pass's ranked candidates (node index, eviction cost before lifetime).
+    pub ranked: Vec<(usize, f64)>,
+    /// The last pass shows a countdown (consolidateAfter's seconds left), which moves
+    /// with time alone.
+    pub countdown: bool,
+}
+
+impl Verdicts {
+    fn clear(&mut self) {
+        self.single.clear();
+        self.sets.clear();
+        self.drift.clear();
+    }
+
+    /// The cached verdict under `key`, or the one `compute` gives (then cached).
+    pub fn get_or<'m, K, V>(
+        map: &'m mut HashMap<K, V>,
+        counts: (&mut usize, &mut usize),
+        key: K,
+        compute: impl FnOnce() -> V,
+    ) -> &'m V
+    where
+        K: Eq + Hash,
+    {
+        let (simulated, carried) = counts;
+        match map.entry(key) {
+            std::collections::hash_map::Entry::Occupied(e) => {
+                *carried += 1;
+                e.into_mut()
+            }
+            std::collections::hash_map::Entry::Vacant(e) => {
+                *simulated += 1;
+                e.insert(compute())
+            }
+        }
+    }
+}
+
+impl Planner {
+    /// A pass at `now`, re-simulating only what changed since the last one. `revision`
+    /// is the owner's count of changes to `state`: the same number promises the same
+    /// state (the controller bumps it on every write), so an unchanged cluster costs no
+    /// fingerprinting at all.
+    pub fn plan(
+        &mut self,
+        state: &ClusterState,
+        revision: u64,
+        now: DateTime<Utc>,
+        options: &Options,
+    ) -> Pass {
+        let knobs = Knobs::of(options);
+        let same_knobs = self.world.as_ref().is_some_and(|w| w.knobs == knobs);
+        if self.revision != Some(revision) || !same_knobs {
+            self.refresh(state, knobs);
+            self.revision = Some(revision);
+            self.last = None;
+        }
+        if let Some(pass) = self.still_holds(state, now, options) {
+            return pass;
+        }
+        self.cache.simulated = 0;
+        self.cache.carried = 0;
+        let pass = super::plan_with(state, now, options, &mut self.cache);
+        self.stats.simulated += self.cache.simulated;
+        self.stats.carried += self.cache.carried;
+        self.last = Some((options.clone(), pass.clone()));
+        pass
+    }
+
+    /// The last pass again, at `now`, when the state (same revision) and the options are
+    /// the same and time alone changed nothing it says: no instant it named as a change
+    /// has come, it shows no countdown, and the candidates still rank in the same order
+    /// (their costs shrink with the lifetime they have left, at different rates).
+    fn still_holds(
+        &mut self,
+        state: &ClusterState,
+        now: DateTime<Utc>,
+        options: &Options,
+    ) -> Option<Pass> {
+        let (last_options, last) = self.last.as_ref()?;
+        if last_options != options
+            || now < last.at
+            || last.next_change.is_some_and(|t| now >= t)
+            || self.cache.countdown
+        {
+            return None;
+        }
+        let cost = |&(node, eviction): &(usize, f64)| {
+            let n = state.nodes.get(node)?;
+            Some((
+                eviction * super::candidates::lifetime_remaining(n, now),
+                n.nodeclaim.as_str(),
+            ))
+        };
+        let mut prev: Option<(f64, &str)> = None;
+        for r in &self.cache.ranked {
+            let here = cost(r)?;
+            if let Some(p) = prev
+                && p.0.total_cmp(&here.0).then_with(|| p.1.cmp(here.1)).is_gt()
+            {
+                return None;
+            }
+            prev = Some(here);
+        }
+        self.stats.carried += self.cache.carried + self.cache.simulated;
+        let mut pass = last.clone();
+        pass.at = now;
+        Some(pass)
+    }
+
+    /// Looks at the state anew and drops the verdicts its changes could have altered.
+    fn refresh(&mut self, state: &ClusterState, knobs: Knobs) {
+        let pods_by_node = state.pods_by_node();
+        let world = World::of(state, &pods_by_node, knobs);
+        match self.world.take() {
+            None => self.cache.clear(),
+            Some(old) => prune(&mut self.cache, &old, &world, state, &pods_by_node),
+        }
+        self.world = Some(world);
+    }
+}
+
+/// The knobs of a pass that change what a simulation concludes or how it explains it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Knobs {
+    spot_to_spot: bool,
+    fast: bool,
+}
+
+impl Knobs {
+    fn of(o: &Options) -> Knobs {
+        Knobs {
+            spot_to_spot: o.spot_to_spot,
+            fast: o.fast,
+        }
+    }
+}
+
+/// What every simulation of a pass reads, and each node's fingerprint.
+#[derive(Debug)]
+struct World {
+    knobs: Knobs,
+    pools: BTreeMap<String, PoolImage>,
+    instance_types: BTreeMap<String, Vec<Arc<InstanceType>>>,
+    daemonsets: Vec<Pod>,
+    /// Fingerprint of the pods every simulation places besides the candidates'.
+    pending: u64,
+    /// Whether some pending pod carries topology rules.
+    pending_topology: bool,
+    /// The pending pods' tolerations, to tell which nodes they could land on.
+    pending_tolerations: Vec<Vec<crate::engine::pod::Toleration>>,
+    nodes: HashMap<String, NodeImage>,
+}
+
+/// What a simulation reads of a NodePool.
+#[derive(Debug, PartialEq)]
+struct PoolImage {
+    spec: NodePoolSpec,
+    invalid: Option<String>,
+    /// Capacity in use, when the pool has limits (otherwise it decides nothing).
+    in_use: Option<crate::engine::resources::Resources>,
+}
+
+/// A node as simulations see it.
+#[derive(Debug, Clone)]
+struct NodeImage {
+    fingerprint: u64,
+    /// Taints that keep pods off (NoSchedule, NoExecute).
+    taints: Vec<Taint>,
+    /// It holds a pod with anti-affinity: that pod keeps others out of its domain.
+    anti: bool,
+}
+
+impl World {
+    fn of(state: &ClusterState, pods_by_node: &[Vec<usize>], knobs: Knobs) -> World {
+        let pools = state
+            .nodepools
+            .iter()
+            .map(|(name, p)| {
+                let image = PoolImage {
+                    spec: p.spec.clone(),
+                    invalid: p.validation_failure().map(|s| s.to_string()),
+                    in_use: (!p.spec.limits.is_empty()).then(|| state.pool_usage(name)),
+                };
+                (name.clone(), image)
+            })
+            .collect();
+        let pending = super::pending_pods(state);
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        for p in &pending {
+            hash_pod(p, &mut h);
+        }
+        let nodes = state
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.nodeclaim.clone(), node_image(n, &pods_by_node[i], state)))
+            .collect();
+        World {
+            knobs,
+            pools,
+            instance_types: state.instance_types.clone(),
+            daemonsets: state.daemonsets.clone(),
+            pending: h.finish(),
+            pending_topology: pending.iter().any(|p| has_topology(p)),
+            pending_tolerations: pending.iter().map(|p| p.tolerations.clone()).collect(),
+            nodes,
+        }
+    }
+
+    /// Whether what every simulation reads is the same in both worlds.
+    fn same_shared(&self, other: &World) -> bool {
+        let same_types =
+            self.instance_types.len() == other.instance_types.len()
+                && self.instance_types.iter().zip(&other.instance_types).all(
+                    |((a, ta), (b, tb))| {
+                        a == b
+                            && ta.len() == tb.len()
+                            && ta.iter().zip(tb).all(|(x, y)| Arc::ptr_eq(x, y))
+                    },
+                );
+        self.knobs == other.knobs
+            && self.pending == other.pending
+            && same_types
+            && self.pools == other.pools
+            && self.daemonsets == other.daemonsets
+    }
+}
+
+/// Drops the verdicts that the changes from `old` to `new` could have altered.
+fn prune(
+    cache: &mut Verdicts,
+    old: &World,
+    new: &World,
+    state: &ClusterState,
+    pods_by_node: &[Vec<usize>],
+) {
+    if !new.same_shared(old) {
+        cache.clear();
+        return;
+    }
+    // Changed nodes, with their images before and after (either may be missing).
+    let mut changed: Vec<(&str, Option<&NodeImage>, Option<&NodeImage>)> = Vec::new();
+    for (k, n) in &new.nodes {
+        match old.nodes.get(k) {
+            Some(o) if o.fingerprint == n.fingerprint => {}
+            o => changed.push((k, o, Some(n))),
+        }
+    }
+    for (k, o) in &old.nodes {
+        if !new.nodes.contains_key(k) {
+            changed.push((k, Some(o), None));
+        }
+    }
+    if changed.is_empty() {
+        return;
+    }
+    cache.sets.clear();
+    cache.drift.clear();
+    let images = || {
+        changed
+            .iter()
+            .flat_map(|(_, o, n)| o.iter().chain(n.iter()))
+    };
+    let pending_reach = new
+        .pending_tolerations
+        .iter()
+        .any(|t| images().any(|img| admits(img, t)));
+    if changed.len() > MAX_CHANGED_NODES
+        || images().any(|img| img.anti)
+        || (!new.pending_tolerations.is_empty() && (new.pending_topology || pending_reach))
+    {
+        cache.single.clear();
+        return;
+    }
+    let gone: HashSet<&str> = changed.iter().map(|(k, _, _)| *k).collect();
+    let index = state.node_index();
+    cache.single.retain(|claim, _| {
+        if gone.contains(claim.as_str()) {
+            return false;
+        }
+        let Some(&i) = index.get(claim.as_str()) else {
+            return false;
+        };
+        let pods: Vec<&Pod> = pods_by_node[i]
+            .iter()
+            .map(|&p| &state.pods[p])
+            .filter(|p| crate::engine::state::is_reschedulable(p))
+            .collect();
+        if pods.iter().any(|p| has_topology(p)) {
+            return false;
+        }
+        !pods
+            .iter()
+            .any(|p| images().any(|img| admits(img, &p.tolerations)))
+    });
+}
+
+/// Whether a pod with these tolerations could be scheduled on the node as far as taints
+/// go (the simulation may still find no room there).
+fn admits(node: &NodeImage, tolerations: &[crate::engine::pod::Toleration]) -> bool {
+    node.taints
+        .iter()
+        .all(|t| tolerations.iter().any(|tol| tol.tolerates(t)))
+}
+
+/// Rules that make a pod's placement depend on pods on other nodes.
+fn has_topology(p: &Pod) -> bool {
+    !p.spread.is_empty()
+        || !p.affinity.is_empty()
+        || !p.anti_affinity.is_empty()
+        || !p.preferred_affinity.is_empty()
+        || !p.preferred_anti_affinity.is_empty()
+}
+
+fn node_image(n: &StateNode, pods: &[usize], state: &ClusterState) -> NodeImage {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    n.name.hash(&mut h);
+    n.nodeclaim.hash(&mut h);
+    n.nodepool.hash(&mut h);
+    n.instance_type.hash(&mut h);
+    n.zone.hash(&mut h);
+    n.capacity_type.hash(&mut h);
+    n.price.to_bits().hash(&mut h);
+    n.labels.hash(&mut h);
+    for t in &n.taints {
+        hash_taint(t, &mut h);
+    }
+    n.allocatable.hash(&mut h);
+    n.capacity.hash(&mut h);
+    (n.initialized, n.registered, n.ready, n.deleting).hash(&mut h);
+    let mut anti = false;
+    for &p in pods {
+        let p = &state.pods[p];
+        hash_pod(p, &mut h);
+        anti |= !p.anti_affinity.is_empty() || !p.preferred_anti_affinity.is_empty();
+    }
+    NodeImage {
+        fingerprint: h.finish(),
+        taints: n
+            .taints
+            .iter()
+            .filter(|t| matches!(t.effect, TaintEffect::NoSchedule | TaintEffect::NoExecute))
+            .cloned()
+            .collect(),
+        anti,
+    }
+}
+
+fn hash_taint(t: &Taint, h: &mut impl Hasher) {
+    t.key.hash(h);
+    t.value.hash(h);
+    t.effect.hash(h);
+}
+
+/// Everything of a pod a simulation or a candidate's verdict reads. A pod's spec is
+/// immutable for its uid, except what is hashed here (labels, annotations, tolerations,
+/// binding and status).
+fn hash_pod(p: &Pod, h: &mut impl Hasher) {
+    p.key.hash(h);
+    p.uid.hash(h);
+    p.labels.hash(h);
+    p.annotations.hash(h);
+    p.node_name.hash(h);
+    std::mem::discriminant(&p.phase).hash(h);
+    p.requests.hash(h);
+    p.node_selector.hash(h);
+    p.tolerations.hash(h);
+    p.affinity.hash(h);
+    p.preferred_affinity.hash(h);
+    p.anti_affinity.hash(h);
+    p.preferred_anti_affinity.hash(h);
+    p.spread.hash(h);
+    p.host_ports.hash(h);
+    p.owner.hash(h);
+    p.priority.hash(h);
+    p.created.hash(h);
+    p.started.hash(h);
+    p.deleting.hash(h);
+    p.unschedulable.hash(h);
+}
