@@ -15,7 +15,8 @@ use crate::cluster::scenario::timeline::{OperatorAction, patch_nodepool};
 use crate::cluster::scenario::{Action, Scenario, TimedAction};
 use crate::cluster::sim::SimCluster;
 use crate::cluster::sim::workloads::Replicas;
-use crate::control::approvals::{PolicyTable, Rule};
+use crate::control::approvals::PolicyTable;
+use crate::engine::approval::Rule;
 use crate::control::clock::{Clock, ScaledClock, VirtualClock};
 use crate::control::controller::{Controller, Settings};
 use crate::control::events::{Event, EventKind};
@@ -83,7 +84,7 @@ pub struct Simulation {
     policy: PolicyTable,
     seed: u64,
     journal: Option<std::path::PathBuf>,
-    features: crate::control::features::Features,
+    features: crate::engine::features::Features,
 }
 
 impl Simulation {

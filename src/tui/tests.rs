@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use crate::control::approvals::Scope;
+use crate::engine::approval::Scope;
 use crate::control::journal::Action as Journal;
 use crate::control::requests::{self, Request};
 use crate::tui::app::{App, Effect, Mode};
@@ -488,7 +488,8 @@ mod overview_queue_mouse {
 
     use super::screen;
     use crate::api::nodepool::{Budget, NodePool};
-    use crate::control::approvals::{Decision, Policy};
+    use crate::control::approvals::Decision;
+    use crate::engine::approval::Policy;
     use crate::control::controller::Snapshot;
     use crate::control::controller::trends::minute_of;
     use crate::engine::catalog::CapacityType;

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use chrono::TimeDelta;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use crate::control::approvals::Scope;
+use crate::engine::approval::Scope;
 use crate::control::controller::Snapshot;
 use crate::control::journal::{Action as Journal, Entry};
 use crate::control::requests::{self, Request};
