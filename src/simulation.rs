@@ -16,12 +16,12 @@ use crate::cluster::scenario::{Action, Scenario, TimedAction};
 use crate::cluster::sim::SimCluster;
 use crate::cluster::sim::workloads::Replicas;
 use crate::control::approvals::PolicyTable;
-use crate::engine::approval::Rule;
 use crate::control::clock::{Clock, ScaledClock, VirtualClock};
 use crate::control::controller::{Controller, Settings};
 use crate::control::events::{Event, EventKind};
 use crate::control::journal::Journal;
 use crate::control::requests::{self, Envelope};
+use crate::engine::approval::Rule;
 use crate::engine::catalog::Catalog;
 use crate::engine::selector::Selector;
 
@@ -87,6 +87,12 @@ pub struct Simulation {
     features: crate::engine::features::Features,
 }
 
+/// The simulated cloud reads the same clock the controller does.
+fn cloud_now(clock: &Arc<dyn Clock>) -> crate::cloud::sim::Now {
+    let clock = Arc::clone(clock);
+    Arc::new(move || clock.now())
+}
+
 impl Simulation {
     /// Builds the world a scenario describes. Fails on bad options (approval rules, an
     /// unwritable journal), never on the scenario, which `scenario::parse` checked.
@@ -109,7 +115,7 @@ impl Simulation {
                 .instance_types
                 .retain(|t| scenario.instance_types.contains(&t.name));
         }
-        let mut cloud = SimCloud::new(&catalog, Arc::clone(&shared), seed);
+        let mut cloud = SimCloud::new(&catalog, cloud_now(&shared), seed);
         cloud.launch_latency = scenario.launch_latency;
         let mut cluster = SimCluster::new(start, scenario.settings.clone(), seed);
         for p in &scenario.nodepools {
@@ -190,7 +196,7 @@ impl Simulation {
         // controller's place for the instant in between.
         let placeholder = Controller::new(
             SimCluster::new(self.start, Default::default(), 0),
-            SimCloud::new(&Catalog::default(), Arc::clone(&self.shared_clock), 0),
+            SimCloud::new(&Catalog::default(), cloud_now(&self.shared_clock), 0),
             Arc::clone(&self.shared_clock),
             Settings {
                 policy: PolicyTable::default(),
