@@ -217,7 +217,7 @@ impl FeatureArgs {
     pub fn parse(
         &self,
     ) -> Result<(bool, karpenter_tui::engine::scheduling::MinValuesPolicy), String> {
-        use karpenter_tui::control::features::{Features, Setting};
+        use karpenter_tui::engine::features::{Features, Setting};
         let f = Features::parse(&self.feature_gates, &self.min_values_policy).map_err(
             |(which, why)| match which {
                 Setting::FeatureGates => format!("--feature-gates / FEATURE_GATES: {why}"),

@@ -6,6 +6,7 @@ pub mod bench;
 pub mod cloud;
 pub mod cluster;
 pub mod control;
+pub mod demo;
 pub mod engine;
 pub mod live;
 pub mod simulation;

@@ -11,24 +11,11 @@ use chrono::Utc;
 use tokio::sync::{Notify, mpsc, watch};
 
 use crate::cloud::CloudProvider;
+use crate::cluster::kube::KubeCluster;
 use crate::cluster::kube::protocol::{Flavour, Remote};
-use crate::cluster::kube::{KubeCluster, PriceBook};
-use crate::control::approvals::Scope;
 use crate::control::controller::Controller;
 use crate::control::requests::{self, Envelope, Request};
-use crate::engine::catalog::{CapacityType, Catalog};
-
-/// Prices of the built-in catalog: what a NodeClaim read from the API server costs.
-pub fn catalog_prices(catalog: Arc<Catalog>) -> PriceBook {
-    Arc::new(move |instance_type: &str, zone: &str, ct: CapacityType| {
-        let it = catalog.get(instance_type)?;
-        it.offerings
-            .iter()
-            .find(|o| o.zone == zone && o.capacity_type == ct)
-            .or_else(|| it.offerings.iter().find(|o| o.capacity_type == ct))
-            .map(|o| o.price)
-    })
-}
+use crate::engine::approval::Scope;
 
 /// Waits until every watch has listed its kind (the controller must not act on half a
 /// cluster: it would garbage collect what it has not seen yet). Gives up after `limit`.

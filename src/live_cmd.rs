@@ -11,15 +11,17 @@ use karpenter_tui::cloud::aws::user_data::ClusterInfo;
 use karpenter_tui::cloud::aws::{AwsCloud, AwsOptions, price_book};
 use karpenter_tui::cloud::kwok::KwokCloud;
 use karpenter_tui::cloud::live::LiveCloud;
+use karpenter_tui::cloud::prices::{self, PriceBook};
 use karpenter_tui::cluster::kube::lease::holding::{self, UPSTREAM_LEASE};
 use karpenter_tui::cluster::kube::lease::{LeaderElector, LeaseConfig, default_identity};
 use karpenter_tui::cluster::kube::protocol::{self, Remote};
 use karpenter_tui::cluster::kube::reach::{causes, reach};
-use karpenter_tui::cluster::kube::{self, Connection, KubeCluster, PriceBook};
-use karpenter_tui::control::approvals::{PolicyTable, Rule};
+use karpenter_tui::cluster::kube::{self, Connection, KubeCluster};
+use karpenter_tui::control::approvals::PolicyTable;
 use karpenter_tui::control::clock::SystemClock;
 use karpenter_tui::control::controller::{Controller, Settings};
 use karpenter_tui::control::endpoints::{Endpoints, Health};
+use karpenter_tui::engine::approval::Rule;
 use karpenter_tui::engine::catalog::Catalog;
 use karpenter_tui::live::{self, Stop};
 use karpenter_tui::tui::logpane::LogPane;
@@ -67,7 +69,7 @@ async fn live_cloud(
 ) -> Result<(LiveCloud, PriceBook), String> {
     if args.cloud == Cloud::Sim {
         let catalog = Catalog::builtin_shared();
-        let prices = live::catalog_prices(catalog.clone());
+        let prices = prices::of_catalog(catalog.clone());
         return Ok((
             LiveCloud::Kwok(KwokCloud::new(conn.client.clone(), &catalog)),
             prices,

@@ -41,7 +41,7 @@ fn main() -> ExitCode {
         config: cli.config.clone(),
         keymap: cli.keymap.clone(),
         read_only: cli.read_only,
-        rate: None, // launch::run_embedded sets the simulation's speed
+        rate: None, // run_embedded sets the simulation's speed
     };
     match cli.command {
         None => match pane {
@@ -391,7 +391,7 @@ fn run_bench(b: Bench) -> ExitCode {
             frames,
             json,
         } => {
-            let f = karpenter_tui::tui::render_bench::run(nodes, pods, frames, 160, 45);
+            let f = karpenter_tui::bench::render::run(nodes, pods, frames, 160, 45);
             if json {
                 for v in &f.views {
                     println!("{}", serde_json::json!(v));
@@ -544,7 +544,7 @@ fn run_console(
         Err(code) => return code,
     };
     let label = format!("embedded simulation: {} at {speed}x", scenario.name);
-    match rt.block_on(launch::run_embedded(sim, label, opts, pane)) {
+    match rt.block_on(run_embedded(sim, label, opts, pane)) {
         Ok((sim, stats)) => {
             if let Some(sim) = sim {
                 println!("{}", sim.summary().kind);
@@ -566,6 +566,25 @@ fn run_console(
             ExitCode::FAILURE
         }
     }
+}
+
+/// Runs the console over the embedded simulation until the operator quits. Returns the
+/// simulation (for the closing summary) and the console loop's counters.
+async fn run_embedded(
+    mut sim: Simulation,
+    label: String,
+    opts: &launch::Options,
+    log: LogPane,
+) -> std::io::Result<(Option<Simulation>, karpenter_tui::tui::terminal::LoopStats)> {
+    let snapshots = sim.controller.subscribe();
+    let opts = &launch::Options {
+        rate: Some(sim.rate()),
+        ..opts.clone()
+    };
+    launch::run_backend(snapshots, label, None, opts, log, move |requests, actor| {
+        tokio::spawn(sim.serve(requests, actor))
+    })
+    .await
 }
 
 fn run_screenshot(
@@ -593,7 +612,7 @@ fn run_screenshot(
         Ok(rt) => rt,
         Err(code) => return code,
     };
-    match rt.block_on(launch::screenshot(view, opts, size, at, out)) {
+    match rt.block_on(karpenter_tui::demo::screenshot(view, opts, size, at, out)) {
         Ok(()) => {
             println!("{}", out.display());
             ExitCode::SUCCESS

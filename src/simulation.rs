@@ -15,12 +15,13 @@ use crate::cluster::scenario::timeline::{OperatorAction, patch_nodepool};
 use crate::cluster::scenario::{Action, Scenario, TimedAction};
 use crate::cluster::sim::SimCluster;
 use crate::cluster::sim::workloads::Replicas;
-use crate::control::approvals::{PolicyTable, Rule};
+use crate::control::approvals::PolicyTable;
 use crate::control::clock::{Clock, ScaledClock, VirtualClock};
 use crate::control::controller::{Controller, Settings};
 use crate::control::events::{Event, EventKind};
 use crate::control::journal::Journal;
 use crate::control::requests::{self, Envelope};
+use crate::engine::approval::Rule;
 use crate::engine::catalog::Catalog;
 use crate::engine::selector::Selector;
 
@@ -83,7 +84,13 @@ pub struct Simulation {
     policy: PolicyTable,
     seed: u64,
     journal: Option<std::path::PathBuf>,
-    features: crate::control::features::Features,
+    features: crate::engine::features::Features,
+}
+
+/// The simulated cloud reads the same clock the controller does.
+fn cloud_now(clock: &Arc<dyn Clock>) -> crate::cloud::sim::Now {
+    let clock = Arc::clone(clock);
+    Arc::new(move || clock.now())
 }
 
 impl Simulation {
@@ -108,7 +115,7 @@ impl Simulation {
                 .instance_types
                 .retain(|t| scenario.instance_types.contains(&t.name));
         }
-        let mut cloud = SimCloud::new(&catalog, Arc::clone(&shared), seed);
+        let mut cloud = SimCloud::new(&catalog, cloud_now(&shared), seed);
         cloud.launch_latency = scenario.launch_latency;
         let mut cluster = SimCluster::new(start, scenario.settings.clone(), seed);
         for p in &scenario.nodepools {
@@ -189,7 +196,7 @@ impl Simulation {
         // controller's place for the instant in between.
         let placeholder = Controller::new(
             SimCluster::new(self.start, Default::default(), 0),
-            SimCloud::new(&Catalog::default(), Arc::clone(&self.shared_clock), 0),
+            SimCloud::new(&Catalog::default(), cloud_now(&self.shared_clock), 0),
             Arc::clone(&self.shared_clock),
             Settings {
                 policy: PolicyTable::default(),

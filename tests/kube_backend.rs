@@ -9,8 +9,9 @@ mod kube_peer;
 use std::time::{Duration, Instant};
 
 use karpenter_tui::api::nodeclaim::{Taint, TaintEffect};
+use karpenter_tui::cloud::prices::PriceBook;
 use karpenter_tui::cluster::kube::writes::Writer;
-use karpenter_tui::cluster::kube::{Connection, KubeCluster, PriceBook};
+use karpenter_tui::cluster::kube::{Connection, KubeCluster};
 use karpenter_tui::cluster::{Change, Cluster, ClusterError, Object, ObjectRef};
 use karpenter_tui::engine::pod::PodKey;
 use kube_peer::KubePeer;

@@ -3,5 +3,6 @@
 //! make tests flaky on a loaded machine.
 
 pub mod disruption;
+pub mod render;
 pub mod scheduling;
 pub mod snapshot;

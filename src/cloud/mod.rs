@@ -5,6 +5,7 @@
 pub mod aws;
 pub mod kwok;
 pub mod live;
+pub mod prices;
 pub mod sim;
 
 use std::collections::BTreeMap;

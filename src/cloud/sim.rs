@@ -13,7 +13,6 @@ use chrono::{DateTime, TimeDelta, Utc};
 use super::{
     CloudError, CloudProvider, Instance, Interruption, LaunchError, LaunchRequest, Launched,
 };
-use crate::control::clock::Clock;
 use crate::engine::catalog::{CapacityType, Catalog, InstanceType};
 
 /// Spot interruption notices come this long before the instance is taken (EC2: 2 min).
@@ -47,9 +46,13 @@ pub struct SimInstance {
     pub reclaim_at: Option<DateTime<Utc>>,
 }
 
+/// The simulated cloud's reading of the time: the simulation's clock, handed in by what
+/// wires the world, so the cloud (below the control layer) does not name control's `Clock`.
+pub type Now = Arc<dyn Fn() -> DateTime<Utc> + Send + Sync>;
+
 /// The simulated cloud.
 pub struct SimCloud {
-    clock: Arc<dyn Clock>,
+    clock: Now,
     types: Vec<Arc<InstanceType>>,
     /// From the CreateFleet call to a running instance.
     pub launch_latency: TimeDelta,
@@ -61,7 +64,7 @@ pub struct SimCloud {
 }
 
 impl SimCloud {
-    pub fn new(catalog: &Catalog, clock: Arc<dyn Clock>, seed: u64) -> SimCloud {
+    pub fn new(catalog: &Catalog, clock: Now, seed: u64) -> SimCloud {
         SimCloud {
             clock,
             types: catalog
@@ -97,7 +100,7 @@ impl SimCloud {
     /// Sends a spot interruption notice for the instance; it is reclaimed two minutes
     /// later. Returns false when there is no such running spot instance.
     pub fn interrupt(&mut self, provider_id: &str) -> bool {
-        let now = self.clock.now();
+        let now = (self.clock)();
         let Some(i) = self.instances.get_mut(provider_id) else {
             return false;
         };
@@ -145,7 +148,7 @@ impl SimCloud {
     /// Starts an instance nobody asked for through the controller (a leaked launch, for
     /// garbage-collection tests and scenarios).
     pub fn start_unmanaged(&mut self, instance_type: &str, zone: &str, nodeclaim: &str) -> String {
-        let now = self.clock.now();
+        let now = (self.clock)();
         let id = self.id(zone);
         let instance = Instance {
             provider_id: id.clone(),
@@ -197,7 +200,7 @@ impl CloudProvider for SimCloud {
         &mut self,
         request: LaunchRequest,
     ) -> impl Future<Output = Result<Launched, LaunchError>> + Send {
-        let now = self.clock.now();
+        let now = (self.clock)();
         let mut unavailable = Vec::new();
         let mut result = None;
         for o in &request.offerings {

@@ -12,10 +12,11 @@ use crate::engine::disruption::validation::revalidate;
 use crate::engine::disruption::{self, Command, Options, Pass, Reason};
 use crate::engine::state::ClusterState;
 
-use super::approvals::{Decision, Gate, GateError, PolicyTable, Scope};
+use super::approvals::{Decision, Gate, GateError, PolicyTable};
 use super::journal::{Action, Entry, Journal, JournalError};
 use super::metrics::Metrics;
 use super::orchestration::{Effect, Orchestrator, Phase};
+use crate::engine::approval::Scope;
 
 /// The actor name the controller journals its own steps under.
 pub const CONTROLLER: &str = "controller";

@@ -8,7 +8,6 @@ pub mod controller;
 pub mod disruption;
 pub mod endpoints;
 pub mod events;
-pub mod features;
 pub mod journal;
 pub mod metrics;
 pub mod orchestration;

@@ -7,8 +7,8 @@ use tokio::sync::oneshot;
 
 use crate::cloud::CloudProvider;
 use crate::cluster::Cluster;
-use crate::control::approvals::Scope;
 use crate::control::controller::Controller;
+use crate::engine::approval::Scope;
 
 /// What an operator asks of the controller.
 #[derive(Clone, Debug, PartialEq)]

@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 
-use super::approvals::{Policy, PolicyTable, Rule, Scope, VALIDATION_DELAY};
+use super::approvals::{PolicyTable, VALIDATION_DELAY};
 use super::disruption::{ActionError, DisruptionController, POLL_INTERVAL};
 use super::journal::{Action, Journal};
 use super::orchestration::{Effect, apply};
@@ -11,6 +11,7 @@ use crate::api::duration::GoDuration;
 use crate::api::labels;
 use crate::api::nodeclaim::{NodeSelectorRequirementWithMinValues, Operator};
 use crate::api::nodepool::{Budget, NodePool};
+use crate::engine::approval::{Policy, Rule, Scope};
 use crate::engine::catalog::CapacityType::OnDemand;
 use crate::engine::disruption::fixture::{Fixture, instance_type};
 use crate::engine::disruption::{Method, Reason};

@@ -1,8 +1,10 @@
 //! The autoscaler's decisions: pure functions over a cluster snapshot and a time value.
 //! No I/O, no async runtime, no wall clock: that keeps it fast to test, benchmark and replay.
 
+pub mod approval;
 pub mod catalog;
 pub mod disruption;
+pub mod features;
 pub mod pod;
 pub mod provisioning;
 pub mod requirements;

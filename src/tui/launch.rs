@@ -1,6 +1,7 @@
 //! Starting the console: reads the config, keymap and theme (reporting, never failing
-//! on, a bad file), wires the embedded world to a `Console`, runs the event loop, and
-//! renders screenshots. main.rs only picks which of these to call.
+//! on, a bad file), runs the event loop over whatever backend it is handed, and renders
+//! screenshots of the snapshot it is given. The entry layer builds the world (main.rs,
+//! `live`, `demo`) and only picks which of these to call.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -8,7 +9,7 @@ use std::time::Duration;
 
 use ratatui::style::Color;
 
-use crate::simulation::Simulation;
+use crate::control::controller::Snapshot;
 use crate::tui::app::{App, Settings};
 use crate::tui::config;
 use crate::tui::console::{Console, Source};
@@ -79,31 +80,12 @@ pub fn prepare(opts: &Options) -> Prepared {
     }
 }
 
-/// Runs the console over an embedded simulation until the operator quits. Returns the
-/// simulation (for the closing summary) and the loop's counters.
-pub async fn run_embedded(
-    mut sim: Simulation,
-    label: String,
-    opts: &Options,
-    log: LogPane,
-) -> std::io::Result<(Option<Simulation>, LoopStats)> {
-    let snapshots = sim.controller.subscribe();
-    let opts = &Options {
-        rate: Some(sim.rate()),
-        ..opts.clone()
-    };
-    run_backend(snapshots, label, None, opts, log, move |requests, actor| {
-        tokio::spawn(sim.serve(requests, actor))
-    })
-    .await
-}
-
 /// Runs the console over any backend: `serve` gets the request channel and the actor
 /// and returns the task that answers (the simulation, a live controller's loop, or
 /// attach mode's). The console quitting closes the channel, which ends that task; what
 /// it returns within 5 s comes back.
 pub async fn run_backend<F, T>(
-    snapshots: tokio::sync::watch::Receiver<Arc<crate::control::controller::Snapshot>>,
+    snapshots: tokio::sync::watch::Receiver<Arc<Snapshot>>,
     label: String,
     actor: Option<String>,
     opts: &Options,
@@ -224,15 +206,24 @@ fn defaults(theme: &Theme) -> (Color, Color) {
     )
 }
 
-/// The console a screenshot draws: the demo at `at` (default: the view's moment) with
-/// the theme, keymap and settings `opts` and the config directory give.
-async fn screenshot_app(view: View, opts: &Options, at: Option<Duration>) -> Result<App, String> {
+/// The `--view` a screenshot names, or what the views are called.
+pub fn screenshot_view(name: &str) -> Result<View, String> {
+    View::parse(name).ok_or_else(|| {
+        format!(
+            "--view {name:?}: one of {}",
+            View::ALL.map(|v| v.slug()).join(", ")
+        )
+    })
+}
+
+/// The console a screenshot draws: `snapshot` shown on `view`, with the theme, keymap
+/// and settings `opts` and the config directory give.
+pub fn screenshot_app(snapshot: Arc<Snapshot>, view: View, opts: &Options) -> Result<App, String> {
     let p = prepare(opts);
     if !p.warnings.is_empty() {
         return Err(p.warnings.join("\n"));
     }
-    let snapshot = frame::demo_snapshot(at.unwrap_or_else(|| frame::moment(view))).await?;
-    let mut app = frame::app(Arc::clone(&snapshot), p.theme, opts.read_only);
+    let mut app = frame::app(snapshot, p.theme, opts.read_only);
     app.keymap = p.keymap;
     app.settings = p.settings;
     app.source.actor = "console:screenshot".into();
@@ -240,24 +231,18 @@ async fn screenshot_app(view: View, opts: &Options, at: Option<Duration>) -> Res
     Ok(app)
 }
 
-/// Renders a view of the demo at `at` into `out` (.svg or .png), with the theme, keymap
-/// (for the footer and help) and settings the console would use under `opts`. A
-/// screenshot is a record, so it is strict: any mistake in those files fails it, listed.
-pub async fn screenshot(
-    view: &str,
+/// Renders `snapshot` on `view` into `out` (.svg or .png) at `(columns, rows)`, with the
+/// theme, keymap (for the footer and help) and settings the console would use under
+/// `opts`. A screenshot is a record, so it is strict: any mistake in those files fails
+/// it, listed.
+pub fn screenshot(
+    snapshot: Arc<Snapshot>,
+    view: View,
     opts: &Options,
-    size: &str,
-    at: Option<Duration>,
+    (w, h): (u16, u16),
     out: &Path,
 ) -> Result<(), String> {
-    let view = View::parse(view).ok_or_else(|| {
-        format!(
-            "--view {view:?}: one of {}",
-            View::ALL.map(|v| v.slug()).join(", ")
-        )
-    })?;
-    let (w, h) = parse_size(size)?;
-    let mut app = screenshot_app(view, opts, at).await?;
+    let mut app = screenshot_app(snapshot, view, opts)?;
     let buffer = frame::draw(&mut app, w, h);
     let (fg, bg) = defaults(&app.theme);
     let svg = screenshot::to_svg(&buffer, fg, bg);
@@ -322,43 +307,6 @@ mod tests {
             )),
             "{w}"
         );
-    }
-
-    /// What was seen: `screenshot` ignored --config and --keymap.
-    #[tokio::test]
-    async fn a_screenshot_uses_the_config_and_keymap_it_is_given() {
-        let dir = tempfile::tempdir().unwrap();
-        let config = dir.path().join("mine.toml");
-        std::fs::write(&config, "theme = \"light\"\nconfirm = [\"approve\"]\n").unwrap();
-        let keymap = dir.path().join("keys.toml");
-        std::fs::write(&keymap, "[keys]\napprove = [\"y\"]\n").unwrap();
-        let opts = Options {
-            config: Some(config),
-            keymap: Some(keymap),
-            ..Default::default()
-        };
-        let mut app = screenshot_app(View::Disruption, &opts, None).await.unwrap();
-        assert_eq!(app.theme.name, "light");
-        assert!(
-            app.settings
-                .confirm
-                .contains(&crate::tui::keymap::Action::Approve)
-        );
-        let text = frame::text(&frame::draw(&mut app, 160, 45));
-        let footer = text.lines().last().unwrap();
-        assert!(footer.contains("y approve"), "{footer}");
-        // A mistake in a file it is told to use fails the screenshot, named.
-        let bad = dir.path().join("bad.toml");
-        std::fs::write(&bad, "[keys]\napprove = [\"ctrl-\"]\n").unwrap();
-        let opts = Options {
-            keymap: Some(bad),
-            ..opts
-        };
-        let e = screenshot_app(View::Disruption, &opts, None)
-            .await
-            .err()
-            .unwrap();
-        assert!(e.contains("bad.toml line 2: keys.approve"), "{e}");
     }
 
     #[test]

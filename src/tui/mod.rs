@@ -12,7 +12,6 @@ pub mod keymap;
 pub mod launch;
 pub mod logpane;
 pub mod problems;
-pub mod render_bench;
 pub mod screen;
 pub mod screenshot;
 pub mod terminal;

@@ -6,11 +6,12 @@ use std::sync::Arc;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use crate::control::approvals::Scope;
 use crate::control::journal::Action as Journal;
 use crate::control::requests::{self, Request};
+use crate::demo::{self, DEMO_AT};
+use crate::engine::approval::Scope;
 use crate::tui::app::{App, Effect, Mode};
-use crate::tui::frame::{self, DEMO_AT};
+use crate::tui::frame;
 use crate::tui::theme::Theme;
 use crate::tui::views::View;
 
@@ -47,7 +48,7 @@ fn screen(app: &mut App) -> String {
 #[tokio::test]
 async fn every_view_at_the_demo_moment() {
     for view in View::ALL {
-        let snap = frame::demo_snapshot(frame::moment(view)).await.unwrap();
+        let snap = demo::snapshot(demo::moment(view)).await.unwrap();
         let mut app = frame::app(snap, Theme::default(), false);
         app.show(view);
         insta::assert_snapshot!(view.slug(), screen(&mut app));
@@ -56,7 +57,7 @@ async fn every_view_at_the_demo_moment() {
 
 #[tokio::test]
 async fn the_demo_moment_has_what_the_views_are_for() {
-    let snap = frame::demo_snapshot(DEMO_AT).await.unwrap();
+    let snap = demo::snapshot(DEMO_AT).await.unwrap();
     assert!(!snap.pending.is_empty(), "decisions wait for approval");
     let mut app = frame::app(Arc::clone(&snap), Theme::default(), false);
     app.show(View::Nodes);
@@ -71,9 +72,7 @@ async fn the_demo_moment_has_what_the_views_are_for() {
             .contains("do-not-disrupt pod default/ledger-0")),
         "{text}"
     );
-    let pending = frame::demo_snapshot(frame::moment(View::Pending))
-        .await
-        .unwrap();
+    let pending = demo::snapshot(demo::moment(View::Pending)).await.unwrap();
     assert!(
         !pending.unschedulable.is_empty(),
         "pods wait during the spot outage"
@@ -88,7 +87,7 @@ async fn the_demo_moment_has_what_the_views_are_for() {
 
 #[tokio::test]
 async fn approve_reject_and_pause_reach_the_controller() {
-    let (mut sim, rx) = frame::demo_simulation(DEMO_AT).await.unwrap();
+    let (mut sim, rx) = demo::simulation(DEMO_AT).await.unwrap();
     let mut app = frame::app(rx.borrow().clone(), Theme::default(), false);
     app.show(View::Disruption);
     let first = app.snapshot.pending[0].id;
@@ -191,7 +190,7 @@ async fn approve_reject_and_pause_reach_the_controller() {
 
 #[tokio::test]
 async fn read_only_refuses_dangerous_keys_visibly() {
-    let snap = frame::demo_snapshot(DEMO_AT).await.unwrap();
+    let snap = demo::snapshot(DEMO_AT).await.unwrap();
     let mut app = frame::app(snap, Theme::default(), true);
     app.show(View::Disruption);
     for k in ["a", "x", "p", "P", "A"] {
@@ -219,7 +218,7 @@ async fn read_only_refuses_dangerous_keys_visibly() {
 
 #[tokio::test]
 async fn approve_all_asks_first_and_names_how_many_nodes() {
-    let snap = frame::demo_snapshot(DEMO_AT).await.unwrap();
+    let snap = demo::snapshot(DEMO_AT).await.unwrap();
     let ids: Vec<u64> = snap.pending.iter().map(|d| d.id).collect();
     let nodes: usize = snap
         .pending
@@ -250,7 +249,7 @@ async fn approve_all_asks_first_and_names_how_many_nodes() {
 
 #[tokio::test]
 async fn filter_and_sort_change_the_rows() {
-    let snap = frame::demo_snapshot(DEMO_AT).await.unwrap();
+    let snap = demo::snapshot(DEMO_AT).await.unwrap();
     let mut app = frame::app(snap, Theme::default(), false);
     app.show(View::Nodes);
     let all = app.tables.nodes.len();
@@ -309,7 +308,7 @@ async fn filter_and_sort_change_the_rows() {
 
 #[tokio::test]
 async fn commands_themes_and_details() {
-    let snap = frame::demo_snapshot(DEMO_AT).await.unwrap();
+    let snap = demo::snapshot(DEMO_AT).await.unwrap();
     let mut app = frame::app(snap, Theme::default(), false);
     press(&mut app, ":");
     press(&mut app, "theme light");
@@ -355,7 +354,7 @@ async fn commands_themes_and_details() {
 
 #[tokio::test]
 async fn help_lists_every_binding_and_the_footer_follows_the_keymap() {
-    let snap = frame::demo_snapshot(DEMO_AT).await.unwrap();
+    let snap = demo::snapshot(DEMO_AT).await.unwrap();
     let mut app = frame::app(snap, Theme::default(), false);
     let (keymap, problems) = app
         .keymap
@@ -379,7 +378,7 @@ async fn help_lists_every_binding_and_the_footer_follows_the_keymap() {
 
 #[tokio::test]
 async fn idle_means_one_redraw_a_second_for_the_clock_and_no_other() {
-    let snap = frame::demo_snapshot(DEMO_AT).await.unwrap();
+    let snap = demo::snapshot(DEMO_AT).await.unwrap();
     let mut app = frame::app(Arc::clone(&snap), Theme::default(), false);
     let start = std::time::Instant::now();
     app.on_snapshot_at(snap, start);
@@ -409,7 +408,7 @@ async fn idle_means_one_redraw_a_second_for_the_clock_and_no_other() {
 
 #[tokio::test]
 async fn an_open_details_popup_follows_its_object() {
-    let (mut sim, rx) = frame::demo_simulation(DEMO_AT).await.unwrap();
+    let (mut sim, rx) = demo::simulation(DEMO_AT).await.unwrap();
     let mut app = frame::app(rx.borrow().clone(), Theme::default(), false);
     app.show(View::Disruption);
     let id = app.snapshot.pending[0].id;
@@ -459,7 +458,7 @@ async fn an_open_details_popup_follows_its_object() {
 
 #[tokio::test]
 async fn tiny_and_odd_terminal_sizes_draw_without_panicking() {
-    let snap = frame::demo_snapshot(DEMO_AT).await.unwrap();
+    let snap = demo::snapshot(DEMO_AT).await.unwrap();
     let mut app = frame::app(snap, Theme::default(), false);
     for view in View::ALL {
         app.show(view);
@@ -488,9 +487,11 @@ mod overview_queue_mouse {
 
     use super::screen;
     use crate::api::nodepool::{Budget, NodePool};
-    use crate::control::approvals::{Decision, Policy};
+    use crate::control::approvals::Decision;
     use crate::control::controller::Snapshot;
     use crate::control::controller::trends::minute_of;
+    use crate::demo;
+    use crate::engine::approval::Policy;
     use crate::engine::catalog::CapacityType;
     use crate::engine::disruption::fixture::{Fixture, instance_type};
     use crate::engine::disruption::{CandidateSummary, Command, Method, Reason, evaluate_budgets};
@@ -662,7 +663,7 @@ mod overview_queue_mouse {
 
     #[tokio::test]
     async fn the_controller_keeps_the_last_hour_a_minute_a_sample() {
-        let snap = frame::demo_snapshot(std::time::Duration::from_secs(8 * 60))
+        let snap = demo::snapshot(std::time::Duration::from_secs(8 * 60))
             .await
             .unwrap();
         let t = &snap.trends;
@@ -686,7 +687,7 @@ mod overview_queue_mouse {
 
     #[tokio::test]
     async fn the_overview_draws_the_last_hour() {
-        let snap = frame::demo_snapshot(std::time::Duration::from_secs(8 * 60))
+        let snap = demo::snapshot(std::time::Duration::from_secs(8 * 60))
             .await
             .unwrap();
         let mut app = frame::app(snap, Theme::default(), false);
@@ -717,7 +718,7 @@ mod overview_queue_mouse {
 
     #[tokio::test]
     async fn the_mouse_clicks_tabs_and_rows_and_the_wheel_scrolls() {
-        let snap = frame::demo_snapshot(frame::DEMO_AT).await.unwrap();
+        let snap = demo::snapshot(demo::DEMO_AT).await.unwrap();
         let mut app = frame::app(snap, Theme::default(), false);
         let text = screen(&mut app);
         let tabs = text.lines().nth(1).unwrap();
@@ -780,7 +781,7 @@ mod overview_queue_mouse {
 
     #[tokio::test]
     async fn approve_all_names_the_pools_and_nodes_it_touches() {
-        let snap = frame::demo_snapshot(frame::DEMO_AT).await.unwrap();
+        let snap = demo::snapshot(demo::DEMO_AT).await.unwrap();
         let names: Vec<String> = snap
             .pending
             .iter()
@@ -815,7 +816,7 @@ fn special(code: KeyCode) -> KeyEvent {
 /// newline submitted the prompt and the rest ran as keys. A paste is now text.
 #[tokio::test]
 async fn a_paste_into_the_filter_is_text_and_approves_nothing() {
-    let snap = frame::demo_snapshot(DEMO_AT).await.unwrap();
+    let snap = demo::snapshot(DEMO_AT).await.unwrap();
     let mut app = frame::app(snap, Theme::default(), false);
     app.show(View::Disruption);
     press(&mut app, "/");
@@ -854,7 +855,7 @@ async fn a_paste_into_the_filter_is_text_and_approves_nothing() {
 
 #[tokio::test]
 async fn prompts_edit_at_the_cursor_with_readline_keys() {
-    let snap = frame::demo_snapshot(DEMO_AT).await.unwrap();
+    let snap = demo::snapshot(DEMO_AT).await.unwrap();
     let mut app = frame::app(snap, Theme::default(), false);
     press(&mut app, ":");
     press(&mut app, "theme drak");
@@ -879,7 +880,7 @@ async fn prompts_edit_at_the_cursor_with_readline_keys() {
 
 #[tokio::test]
 async fn ctrl_c_quits_from_anywhere_even_when_the_keymap_unbinds_it() {
-    let snap = frame::demo_snapshot(DEMO_AT).await.unwrap();
+    let snap = demo::snapshot(DEMO_AT).await.unwrap();
     let mut app = frame::app(snap, Theme::default(), false);
     let (keymap, problems) = app.keymap.overlay("mine.toml", "[keys]\nquit = [\"Q\"]\n");
     assert!(problems.is_empty(), "{problems:?}");
@@ -897,7 +898,7 @@ async fn ctrl_c_quits_from_anywhere_even_when_the_keymap_unbinds_it() {
 
 #[tokio::test]
 async fn help_closes_with_question_mark_or_esc_back_to_where_it_was_opened() {
-    let snap = frame::demo_snapshot(DEMO_AT).await.unwrap();
+    let snap = demo::snapshot(DEMO_AT).await.unwrap();
     let mut app = frame::app(snap, Theme::default(), false);
     app.show(View::Nodes);
     press(&mut app, "?");
@@ -914,7 +915,7 @@ async fn help_closes_with_question_mark_or_esc_back_to_where_it_was_opened() {
 /// journal and the controller's Event.
 #[tokio::test]
 async fn a_pause_reason_typed_in_the_popup_reaches_the_journal_and_the_event() {
-    let (mut sim, rx) = frame::demo_simulation(DEMO_AT).await.unwrap();
+    let (mut sim, rx) = demo::simulation(DEMO_AT).await.unwrap();
     let mut app = frame::app(rx.borrow().clone(), Theme::default(), false);
     assert!(press(&mut app, "p").is_empty(), "p asks before pausing");
     app.on_paste("db migration\n");
@@ -954,36 +955,9 @@ async fn a_pause_reason_typed_in_the_popup_reaches_the_journal_and_the_event() {
     );
 }
 
-/// What was seen: the built-in demo printed an Error by itself at 08:30 ("approve: no
-/// pending decision"): its scripted operator found nothing waiting. Under every approval
-/// mode the console offers, the demo's timeline runs without an error.
-#[tokio::test]
-async fn the_builtin_demo_never_errors_by_itself() {
-    use crate::cluster::scenario;
-    use crate::control::events::EventKind;
-    use crate::simulation::{Options, Pace, Simulation};
-    let demo = scenario::parse("demo", scenario::DEMO).unwrap();
-    for approval in [None, Some("manual"), Some("auto")] {
-        let opts = Options {
-            approval: approval.map(|a| vec![a.to_string()]),
-            ..Options::default()
-        };
-        let mut sim = Simulation::new(&demo, &opts, Pace::Virtual).unwrap();
-        let until = sim.start() + chrono::TimeDelta::minutes(10);
-        let mut errors = Vec::new();
-        sim.run_until(until, |e| {
-            if let EventKind::Error { message } = &e.kind {
-                errors.push(format!("{:.0}s: {message}", e.t));
-            }
-        })
-        .await;
-        assert!(errors.is_empty(), "approval {approval:?}: {errors:#?}");
-    }
-}
-
 #[tokio::test]
 async fn several_problems_at_start_show_the_first_and_count_the_rest() {
-    let snap = frame::demo_snapshot(DEMO_AT).await.unwrap();
+    let snap = demo::snapshot(DEMO_AT).await.unwrap();
     let mut app = frame::app(snap, Theme::default(), false);
     app.warn_all(&[
         "keymap k.toml line 2: keys.apprvoe: no such action".into(),

@@ -257,6 +257,6 @@ impl AwsHandle {
 }
 
 /// Prices of the provider's catalog, for NodeClaims read back from the API server.
-pub fn price_book(handle: AwsHandle) -> crate::cluster::kube::PriceBook {
+pub fn price_book(handle: AwsHandle) -> crate::cloud::prices::PriceBook {
     Arc::new(move |t: &str, z: &str, ct: CapacityType| handle.price(t, z, ct))
 }

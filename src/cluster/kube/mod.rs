@@ -30,6 +30,7 @@ use tokio::sync::{Notify, mpsc};
 
 use crate::api::nodeclaim::NodeClaim;
 use crate::api::nodepool::NodePool;
+use crate::cloud::prices::PriceBook;
 use crate::cluster::{Change, Cluster, ClusterError, Notice, Object, ObjectRef, Write};
 use crate::engine::catalog::CapacityType;
 use crate::engine::pod::PodKey;
@@ -39,9 +40,6 @@ use writes::Writer;
 /// The cluster-wide console object: a ConfigMap of this name in the controller's
 /// namespace, whose annotations hold the pause of every pool.
 pub const SETTINGS: &str = "karpenter-tui";
-
-/// Looks up an offering's price: a NodeClaim in the API server does not carry one.
-pub type PriceBook = Arc<dyn Fn(&str, &str, CapacityType) -> Option<f64> + Send + Sync>;
 
 /// A connection: the client, and who it acts as (for the journal and Events).
 pub struct Connection {

@@ -47,7 +47,7 @@ pub struct Scenario {
     /// console's default when empty.
     pub approval: Vec<String>,
     /// `spec.featureGates` and `spec.minValuesPolicy`, as the controller's flags.
-    pub features: crate::control::features::Features,
+    pub features: crate::engine::features::Features,
     pub nodepools: Vec<NodePool>,
     pub nodeclasses: Vec<String>,
     pub deployments: Vec<Deployment>,
@@ -406,7 +406,7 @@ fn build(
         }
     }
     for (i, rule) in spec.approval.iter().enumerate() {
-        if let Err(e) = crate::control::approvals::Rule::parse(rule) {
+        if let Err(e) = crate::engine::approval::Rule::parse(rule) {
             errors.at(spec_doc, &format!("spec.approval[{i}]"), e);
         }
     }
@@ -593,14 +593,14 @@ fn build(
         });
     }
     timeline.sort_by_key(|t| (t.at, t.index));
-    let features = crate::control::features::Features::parse(
+    let features = crate::engine::features::Features::parse(
         spec.feature_gates.as_deref().unwrap_or(""),
         spec.min_values_policy.as_deref().unwrap_or("Strict"),
     )
     .unwrap_or_else(|(which, why)| {
         let field = match which {
-            crate::control::features::Setting::FeatureGates => "spec.featureGates",
-            crate::control::features::Setting::MinValuesPolicy => "spec.minValuesPolicy",
+            crate::engine::features::Setting::FeatureGates => "spec.featureGates",
+            crate::engine::features::Setting::MinValuesPolicy => "spec.minValuesPolicy",
         };
         errors.at(spec_doc, field, why);
         Default::default()

@@ -37,6 +37,6 @@ fn upstreams_settings_are_scenario_settings() {
     );
     assert_eq!(
         parse("demo", DEMO).unwrap().features,
-        crate::control::features::Features::default()
+        crate::engine::features::Features::default()
     );
 }

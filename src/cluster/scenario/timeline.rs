@@ -13,7 +13,7 @@ use super::spec::duration;
 use crate::api::nodepool::NodePool;
 use crate::cloud::sim::CapacityOutage;
 use crate::cluster::sim::workloads::Deployment;
-use crate::control::approvals::Scope;
+use crate::engine::approval::Scope;
 use crate::engine::catalog::CapacityType;
 
 /// One timeline entry as written: `at` and exactly one action.

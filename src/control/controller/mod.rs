@@ -49,13 +49,14 @@ use std::sync::Arc;
 use chrono::{DateTime, TimeDelta, Utc};
 use tokio::sync::watch;
 
-use super::approvals::{PolicyTable, Scope};
+use super::approvals::PolicyTable;
 use super::clock::Clock;
 use super::disruption::{ActionError, DisruptionController, POLL_INTERVAL};
 use super::events::{Event, EventKind};
 use super::journal::Journal;
 use crate::cloud::CloudProvider;
 use crate::cluster::Cluster;
+use crate::engine::approval::Scope;
 use crate::engine::pod::PodKey;
 use crate::engine::provisioning::{Batcher, UnavailableOfferings};
 use crate::engine::state::ClusterState;
@@ -241,7 +242,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         self.observe = true;
         self.disruption.gate.policy = super::approvals::PolicyTable {
             rules: Vec::new(),
-            default: |_| super::approvals::Policy::Manual,
+            default: |_| crate::engine::approval::Policy::Manual,
         };
         self
     }

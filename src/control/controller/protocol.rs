@@ -23,7 +23,8 @@ use super::Controller;
 use crate::api::protocol as keys;
 use crate::cloud::CloudProvider;
 use crate::cluster::{Cluster, ObjectRef, Write};
-use crate::control::approvals::{Decision, Policy, Scope};
+use crate::control::approvals::Decision;
+use crate::engine::approval::{Policy, Scope};
 use crate::engine::disruption::Reason;
 
 /// How long a request may wait for the decision it names to be proposed again (a

@@ -422,7 +422,7 @@ fn the_same_scenario_and_seed_give_the_same_run() {
 fn a_restart_keeps_decision_ids_and_pauses_and_annotations_approve() {
     use crate::api::protocol as keys;
     use crate::cluster::{Cluster, ObjectRef, Write};
-    use crate::control::approvals::Scope;
+    use crate::engine::approval::Scope;
     use std::collections::BTreeMap;
 
     let text = scenario_text(

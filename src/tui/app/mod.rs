@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, TimeDelta, Utc};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use crate::control::approvals::Scope;
 use crate::control::controller::Snapshot;
+use crate::engine::approval::Scope;
 use crate::tui::console::{Reply, Request, Source};
 use crate::tui::keymap::{Action, Keymap};
 use crate::tui::logpane::LogPane;

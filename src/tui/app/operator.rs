@@ -4,7 +4,7 @@
 //! by default). The confirmation of a reject or a pause takes an optional reason.
 
 use super::{App, Confirm, Effect, LineInput, Mode};
-use crate::control::approvals::Scope;
+use crate::engine::approval::Scope;
 use crate::tui::console::Request;
 use crate::tui::keymap::Action;
 use crate::tui::views::{self, View};

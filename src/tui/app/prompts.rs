@@ -7,7 +7,7 @@ use std::time::Instant;
 use crossterm::event::{KeyCode, KeyEvent};
 
 use super::{App, Confirm, Edit, Effect, LineInput, Mode, Status};
-use crate::control::approvals::Scope;
+use crate::engine::approval::Scope;
 use crate::tui::keymap::Action;
 use crate::tui::theme::Theme;
 use crate::tui::views::{Details, View};

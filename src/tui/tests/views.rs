@@ -7,12 +7,13 @@ use std::time::{Duration, Instant};
 use chrono::TimeDelta;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use crate::control::approvals::Scope;
 use crate::control::controller::Snapshot;
 use crate::control::journal::{Action as Journal, Entry};
 use crate::control::requests::{self, Request};
+use crate::demo::{self, DEMO_AT};
+use crate::engine::approval::Scope;
 use crate::tui::app::{App, Mode};
-use crate::tui::frame::{self, DEMO_AT};
+use crate::tui::frame;
 use crate::tui::theme::Theme;
 use crate::tui::views::{self, View};
 
@@ -29,7 +30,7 @@ fn heading(text: &str, first: &str) -> String {
 }
 
 async fn app_at(view: View) -> App {
-    let snap = frame::demo_snapshot(frame::moment(view)).await.unwrap();
+    let snap = demo::snapshot(demo::moment(view)).await.unwrap();
     let mut app = frame::app(snap, Theme::default(), false);
     app.show(view);
     app
@@ -179,7 +180,7 @@ fn header(app: &mut App) -> String {
 /// last event. Red before: the header showed the snapshot's time, rows their age then.
 #[tokio::test]
 async fn the_clock_and_ages_move_every_second_without_snapshots() {
-    let snap = frame::demo_snapshot(DEMO_AT).await.unwrap();
+    let snap = demo::snapshot(DEMO_AT).await.unwrap();
     let mut app = frame::app(Arc::clone(&snap), Theme::default(), false);
     let t0 = Instant::now();
     app.on_snapshot_at(Arc::clone(&snap), t0);
@@ -209,7 +210,7 @@ async fn the_clock_and_ages_move_every_second_without_snapshots() {
 /// is. A heartbeat (a snapshot with nothing new) clears it without rebuilding rows.
 #[tokio::test]
 async fn a_silent_backend_stops_the_clock_and_shows_a_staleness_badge() {
-    let snap = frame::demo_snapshot(DEMO_AT).await.unwrap();
+    let snap = demo::snapshot(DEMO_AT).await.unwrap();
     assert!(snap.next_round > snap.at && snap.next_round <= snap.at + TimeDelta::seconds(10));
     let mut app = frame::app(Arc::clone(&snap), Theme::default(), false);
     let t0 = Instant::now();
@@ -247,7 +248,7 @@ async fn a_silent_backend_stops_the_clock_and_shows_a_staleness_badge() {
 /// cluster published nothing, so the console could not tell quiet from hung.
 #[tokio::test]
 async fn a_quiet_simulation_keeps_publishing_and_says_when_its_scenario_ended() {
-    let (mut sim, rx) = frame::demo_simulation(DEMO_AT).await.unwrap();
+    let (mut sim, rx) = demo::simulation(DEMO_AT).await.unwrap();
     let end = rx.borrow().scenario_end.expect("the demo's timeline ends");
     assert!(!rx.borrow().scenario_ended());
     // Long past the demo's last event (6m) and its churn.
@@ -269,7 +270,7 @@ async fn a_quiet_simulation_keeps_publishing_and_says_when_its_scenario_ended() 
 /// Red before: the view read the pass's record (the NodeClass verdict, or "since").
 #[tokio::test]
 async fn every_drift_reason_shows_on_the_node() {
-    let snap = frame::demo_snapshot(Duration::from_secs(20)).await.unwrap();
+    let snap = demo::snapshot(Duration::from_secs(20)).await.unwrap();
     let node = snap.state.nodes[0].clone();
     assert_eq!(views::nodes::drift_of(&snap, &node), None);
     let mut state = (*snap.state).clone();
@@ -330,7 +331,7 @@ async fn every_drift_reason_shows_on_the_node() {
 /// before: the pane printed the last pass's verdict.
 #[tokio::test]
 async fn the_blocked_pane_and_the_tables_agree_after_an_approval() {
-    let (mut sim, rx) = frame::demo_simulation(DEMO_AT).await.unwrap();
+    let (mut sim, rx) = demo::simulation(DEMO_AT).await.unwrap();
     let id = rx.borrow().pending[0].id;
     requests::apply(
         &mut sim.controller,
@@ -381,7 +382,7 @@ async fn the_blocked_pane_and_the_tables_agree_after_an_approval() {
 /// "6 nodes" beside a cost that included the deleting node.
 #[tokio::test]
 async fn the_header_counts_the_nodes_its_cost_is_over() {
-    let snap = frame::demo_snapshot(DEMO_AT).await.unwrap();
+    let snap = demo::snapshot(DEMO_AT).await.unwrap();
     let mut state = (*snap.state).clone();
     let total = state.nodes.len();
     state.nodes[0].deleting = true;
@@ -402,7 +403,7 @@ async fn the_header_counts_the_nodes_its_cost_is_over() {
 /// Seen: a paused pool still showed budget headroom. Red before: "E:1 D:1 U:0".
 #[tokio::test]
 async fn a_paused_pool_shows_paused_not_headroom() {
-    let snap = frame::demo_snapshot(DEMO_AT).await.unwrap();
+    let snap = demo::snapshot(DEMO_AT).await.unwrap();
     let pool = snap.budgets[0].nodepool.clone();
     let s = Arc::new(Snapshot {
         pauses: vec![Scope::NodePool(pool.clone())],
@@ -424,7 +425,7 @@ async fn a_paused_pool_shows_paused_not_headroom() {
 /// Red before: "$0.0850", and the running row's age counted from its start.
 #[tokio::test]
 async fn saves_reads_per_hour_and_age_counts_from_the_proposal() {
-    let (mut sim, rx) = frame::demo_simulation(DEMO_AT).await.unwrap();
+    let (mut sim, rx) = demo::simulation(DEMO_AT).await.unwrap();
     let d = rx.borrow().pending[0].clone();
     let mut saving = (*rx.borrow().clone()).clone();
     saving.pending[0].command.savings_per_hour = 0.085;

@@ -13,8 +13,8 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use crate::control::approvals::{Policy, Scope};
 use crate::control::controller::Snapshot;
+use crate::engine::approval::{Policy, Scope};
 use crate::engine::catalog::CapacityType;
 use crate::engine::resources::Resources;
 use crate::tui::app::App;

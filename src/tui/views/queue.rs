@@ -13,8 +13,9 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::api::nodepool::DisruptionReason;
-use crate::control::approvals::{Decision, Policy, Scope};
+use crate::control::approvals::Decision;
 use crate::control::controller::Snapshot;
+use crate::engine::approval::{Policy, Scope};
 use crate::engine::disruption::PoolBudgets;
 use crate::tui::widgets::table::Tone;
 

@@ -9,10 +9,11 @@
 use std::cell::OnceCell;
 use std::collections::HashMap;
 
-use crate::control::approvals::{Decision, Policy};
+use crate::control::approvals::Decision;
 use crate::control::controller::Snapshot;
 use crate::control::journal::Entry;
 use crate::control::orchestration::{Execution, Phase};
+use crate::engine::approval::Policy;
 use crate::engine::disruption::{Block, Outcome};
 use crate::tui::views::queue::Queue;
 use crate::tui::widgets::table::Tone;

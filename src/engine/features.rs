@@ -1,6 +1,8 @@
 //! Upstream Karpenter's `FEATURE_GATES` and `MIN_VALUES_POLICY` settings, read the same
 //! way from the command line, the environment and a scenario file (upstream
-//! `pkg/operator/options/options.go`).
+//! `pkg/operator/options/options.go`). They switch engine behaviour (spot-to-spot
+//! consolidation, the minValues policy), so the flags and scenario files both read them
+//! here.
 
 use crate::engine::scheduling::MinValuesPolicy;
 

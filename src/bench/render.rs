@@ -65,8 +65,8 @@ pub struct Busy {
 
 /// The benchmark cluster as a snapshot with its disruption pass.
 pub fn snapshot(nodes: usize, pods: usize) -> Arc<Snapshot> {
-    let state = Arc::new(crate::bench::disruption::cluster(nodes, pods, 42));
-    let now = crate::bench::disruption::bench_now();
+    let state = Arc::new(super::disruption::cluster(nodes, pods, 42));
+    let now = super::disruption::bench_now();
     let pass = crate::engine::disruption::plan(&state, now, &Default::default());
     Arc::new(Snapshot {
         generation: 1,
