@@ -86,7 +86,7 @@ fn change(f: &mut Fixture, code: u8, a: usize, b: usize, step: usize) {
         2 if !s.nodes.is_empty() => {
             let node = s.nodes[a % nodes].name.clone();
             let p = f.pod(&format!("n{step}"), &node, 200 + 100 * (b as i64 % 5), 256);
-            if b % 3 == 0 {
+            if b.is_multiple_of(3) {
                 p.tolerations.push(gpu_toleration());
             }
             if b % 7 == 1 {
@@ -119,7 +119,7 @@ fn change(f: &mut Fixture, code: u8, a: usize, b: usize, step: usize) {
                 &format!("pending{step}"),
                 Resources::cpu_mem(500 + 500 * (a as i64 % 3), 1 << 30),
             );
-            if b % 2 == 0 {
+            if b.is_multiple_of(2) {
                 p.tolerations.push(gpu_toleration());
             }
             p.created = f.now;
@@ -135,7 +135,7 @@ fn change(f: &mut Fixture, code: u8, a: usize, b: usize, step: usize) {
         }
         // A node comes or goes.
         5 => {
-            let (pool, name) = if b % 2 == 0 {
+            let (pool, name) = if b.is_multiple_of(2) {
                 ("default", "dn")
             } else {
                 ("gpu", "gn")
