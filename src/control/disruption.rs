@@ -310,9 +310,11 @@ impl DisruptionController {
         // 2. A pass that leaves held and in-flight nodes alone.
         let mut held = self.gate.held(now);
         held.extend(self.orchestrator.in_flight());
-        let pass = self.planner.plan(
+        // The planner (`self.planner`) is not used here yet: with it, cluster_live's
+        // two-console test timed out waiting for both decisions, and whether it caused that
+        // is not known yet. Passes are full, as before.
+        let pass = disruption::plan(
             state,
-            self.revision,
             now,
             &Options {
                 held,
