@@ -179,6 +179,14 @@ impl Soonest {
     }
 }
 
+/// The pass's simulator, built on the first verdict the cache does not hold.
+fn simulator<'s, 'a>(
+    slot: &'s mut Option<crate::engine::scheduling::Simulator<'a>>,
+    input: &'a SimInput<'a>,
+) -> &'s mut crate::engine::scheduling::Simulator<'a> {
+    slot.get_or_insert_with(|| crate::engine::scheduling::Simulator::new(&input.input))
+}
+
 /// Runs one disruption pass over the state at `now`, simulating everything afresh (a
 /// [`Planner`] carries simulations over from pass to pass and says the same).
 pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass {
@@ -437,9 +445,7 @@ fn plan_with(
             (&mut cache.simulated, &mut cache.carried),
             name.clone(),
             || {
-                let sim = sim_slot.get_or_insert_with(|| {
-                    crate::engine::scheduling::Simulator::new(&sim_input().input)
-                });
+                let sim = simulator(&mut sim_slot, sim_input());
                 drift::replacements(sim, state, c, &movers())
             },
         ) {
@@ -535,9 +541,7 @@ fn plan_with(
                 (&mut cache.simulated, &mut cache.carried),
                 set_key,
                 || {
-                    let sim = sim_slot.get_or_insert_with(|| {
-                        crate::engine::scheduling::Simulator::new(&sim_input().input)
-                    });
+                    let sim = simulator(&mut sim_slot, sim_input());
                     consolidation::evaluate(
                         sim,
                         state,
@@ -640,9 +644,7 @@ fn plan_with(
             (&mut cache.simulated, &mut cache.carried),
             name.clone(),
             || {
-                let sim = sim_slot.get_or_insert_with(|| {
-                    crate::engine::scheduling::Simulator::new(&sim_input().input)
-                });
+                let sim = simulator(&mut sim_slot, sim_input());
                 consolidation::evaluate(
                     sim,
                     state,
