@@ -4,4 +4,5 @@
 
 pub mod disruption;
 pub mod scheduling;
+pub mod simulate;
 pub mod snapshot;
