@@ -25,12 +25,12 @@ fn check_every_round(name: &str, text: &str, until: TimeDelta, approval: Option<
         loop {
             sim.step().await;
             rounds += 1;
+            let now = sim.now();
             let (cluster, _) = sim.controller.parts_mut();
             assert_eq!(
                 cluster.index,
                 PodIndex::rebuilt(cluster.pods.values()),
-                "{name}: the kept index differs from a rebuilt one at {}",
-                sim.now()
+                "{name}: the kept index differs from a rebuilt one at {now}"
             );
             let next = sim.next_time();
             if next > end {
