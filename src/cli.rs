@@ -363,6 +363,25 @@ pub enum Bench {
         #[arg(long, default_value_t = 5)]
         repeat: usize,
     },
+    /// A simulated day's cost: the scenario runs flat out on a virtual clock with every
+    /// disruption auto-approved (as `simulate --approve auto`), and the simulated time
+    /// covered, wall and CPU seconds, churn and the disruption passes' share are printed.
+    Simulate {
+        /// Scenario file; the 1,000-node day (examples/diurnal-1000.yaml, built in) when
+        /// not given.
+        #[arg(long, value_name = "FILE")]
+        scenario: Option<PathBuf>,
+        /// Simulated time to run, as a duration (90s, 10m, 24h).
+        #[arg(long, default_value = "24h", value_name = "DURATION")]
+        until: String,
+        /// Hold a snapshot receiver as a console does, so the controller publishes
+        /// snapshots (and pays for them); `simulate` runs without one.
+        #[arg(long)]
+        watch: bool,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Console frame render time per view over the disruption benchmark's cluster (drawn
     /// off-screen at 160x45), plus idle redraws and key-press-to-frame latency.
     Render {

@@ -385,6 +385,12 @@ fn run_bench(b: Bench) -> ExitCode {
             println!("{f}");
             ExitCode::SUCCESS
         }
+        Bench::Simulate {
+            scenario,
+            until,
+            watch,
+            json,
+        } => run_bench_simulate(scenario.as_deref(), &until, watch, json),
         Bench::Render {
             nodes,
             pods,
@@ -509,6 +515,72 @@ fn run_simulate(path: &Path, until: Option<&str>, options: simulation::Options) 
         st.provisioning_seconds
     );
     let _ = out.flush();
+    ExitCode::SUCCESS
+}
+
+fn run_bench_simulate(path: Option<&Path>, until: &str, watch: bool, json: bool) -> ExitCode {
+    let scenario = match path {
+        Some(p) => match load_scenario(Some(p)) {
+            Ok(s) => s,
+            Err(code) => return code,
+        },
+        None => match scenario::parse("examples/diurnal-1000.yaml", scenario::DIURNAL_1000) {
+            Ok(s) => s,
+            Err(errors) => {
+                for e in &errors {
+                    eprintln!("{e}");
+                }
+                return ExitCode::FAILURE;
+            }
+        },
+    };
+    let until = match scenario::spec_duration(until) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("--until: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let f = match karpenter_tui::bench::simulate::run(&scenario, until, watch) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("bench simulate: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if json {
+        let mut v = serde_json::json!(f);
+        v["disruption_share"] = serde_json::json!(f.disruption_share());
+        println!("{v}");
+        return ExitCode::SUCCESS;
+    }
+    let cpu = f
+        .cpu_seconds
+        .map_or_else(|| "unknown (no /proc)".to_string(), |c| format!("{c:.1} s"));
+    println!(
+        "{:.2} simulated hours in {:.1} s wall, CPU {cpu}; {} rounds, {} snapshots{}",
+        f.simulated_seconds / 3600.0,
+        f.wall_seconds,
+        f.rounds,
+        f.snapshots,
+        if watch {
+            ""
+        } else {
+            " (no console watching; --watch to hold one)"
+        }
+    );
+    println!(
+        "nodes: {} launched, {} deleted, {} at the end; {} evictions; ${:.2} spent",
+        f.nodeclaims_created, f.nodeclaims_deleted, f.nodes, f.evictions, f.cost
+    );
+    println!(
+        "disruption: {} full passes in {:.1} s ({:.0}% of the run); provisioning: {} rounds in {:.1} s",
+        f.disruption_passes,
+        f.disruption_seconds,
+        f.disruption_share() * 100.0,
+        f.provisioning_rounds,
+        f.provisioning_seconds
+    );
     ExitCode::SUCCESS
 }
 

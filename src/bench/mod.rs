@@ -5,4 +5,5 @@
 pub mod disruption;
 pub mod render;
 pub mod scheduling;
+pub mod simulate;
 pub mod snapshot;

@@ -317,12 +317,7 @@ impl SimCluster {
         }
         self.schedule_dirty = true;
         self.emit(Change::Deleted(ObjectRef::Node(node.to_string())));
-        let bound: Vec<PodKey> = self
-            .pods
-            .values()
-            .filter(|p| p.node_name.as_deref() == Some(node))
-            .map(|p| p.key.clone())
-            .collect();
+        let bound: Vec<PodKey> = self.index.bound_to(node).cloned().collect();
         for k in bound {
             self.delete_pod(&k);
         }

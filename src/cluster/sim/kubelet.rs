@@ -163,9 +163,9 @@ impl SimCluster {
                 .cloned()
                 .collect();
             let doomed: Vec<PodKey> = self
-                .pods
-                .values()
-                .filter(|p| p.node_name.as_deref() == Some(node.as_str()))
+                .index
+                .bound_to(&node)
+                .filter_map(|k| self.pods.get(k))
                 .filter(|p| !p.is_daemonset())
                 .filter(|p| {
                     taints
@@ -233,7 +233,7 @@ impl SimCluster {
             if self.pods.contains_key(&key) {
                 continue;
             }
-            self.pods.insert(key.clone(), p);
+            self.store_pod(p);
             self.emit_pod(&key);
         }
     }
@@ -241,7 +241,7 @@ impl SimCluster {
     /// Marks a pod bound to `node` as running (what the kubelet reports after the bind).
     pub(super) fn start_pod(&mut self, key: &PodKey, node: &str) {
         let now = self.now;
-        if let Some(p) = self.pods.get_mut(key) {
+        self.change_pod(key, |p| {
             p.node_name = Some(node.to_string());
             p.phase = Phase::Running;
             p.unschedulable = false;
@@ -249,7 +249,7 @@ impl SimCluster {
             if p.owner.as_ref().is_some_and(|o| o.kind == "Job") {
                 p.annotations.insert(STARTED.into(), now.to_rfc3339());
             }
-        }
+        });
         self.emit_pod(key);
     }
 }

@@ -15,6 +15,7 @@
 //! Everything is deterministic for a seed; the simulation driver decides when time moves.
 
 mod api;
+mod index;
 mod kubelet;
 mod scheduler;
 pub mod workloads;
@@ -90,6 +91,9 @@ pub struct SimCluster {
     nodeclaims: BTreeMap<String, NodeClaimObject>,
     nodes: BTreeMap<String, SimNode>,
     pods: BTreeMap<PodKey, Pod>,
+    /// The pods by what the scheduler and the workload controllers ask of them; every
+    /// change to `pods` goes through `store_pod`, `change_pod` or `delete_pod`.
+    index: index::PodIndex,
     pdbs: BTreeMap<(String, String), PdbSpec>,
     /// `status.disruptionsAllowed` as last computed (and reported).
     pdb_allowed: BTreeMap<(String, String), i32>,
@@ -130,6 +134,7 @@ impl SimCluster {
             nodeclaims: BTreeMap::new(),
             nodes: BTreeMap::new(),
             pods: BTreeMap::new(),
+            index: index::PodIndex::default(),
             pdbs: BTreeMap::new(),
             pdb_allowed: BTreeMap::new(),
             pdb_spent: BTreeMap::new(),
@@ -220,9 +225,30 @@ impl SimCluster {
         pod.phase = Phase::Pending;
         pod.unschedulable = false;
         let key = pod.key.clone();
-        self.pods.insert(key.clone(), pod);
+        self.store_pod(pod);
         self.schedule_dirty = true;
         self.emit_pod(&key);
+    }
+
+    /// Stores a pod (new or replacing one of the same key) and indexes it.
+    pub(super) fn store_pod(&mut self, pod: Pod) {
+        if let Some(old) = self.pods.get(&pod.key) {
+            self.index.remove(old);
+        }
+        self.index.insert(&pod);
+        self.pods.insert(pod.key.clone(), pod);
+    }
+
+    /// Changes a pod in place, keeping the index right. Returns false when there is no
+    /// such pod.
+    pub(super) fn change_pod(&mut self, key: &PodKey, change: impl FnOnce(&mut Pod)) -> bool {
+        let Some(p) = self.pods.get_mut(key) else {
+            return false;
+        };
+        self.index.remove(p);
+        change(p);
+        self.index.insert(p);
+        true
     }
 
     /// Sets a Deployment's replica schedule (`kubectl scale` sets a fixed count).
@@ -381,8 +407,9 @@ impl SimCluster {
                 next.push(self.start + j.start);
             }
         }
-        if !self.jobs.is_empty() {
-            for p in self.pods.values() {
+        for (namespace, name) in self.jobs.keys() {
+            let owner = (namespace.clone(), "Job".to_string(), name.clone());
+            for p in self.index.owned_by(&owner).filter_map(|k| self.pods.get(k)) {
                 if let Some(t) = self.job_pod_done_at(p) {
                     next.push(t);
                 }
@@ -393,29 +420,21 @@ impl SimCluster {
 
     fn run_workloads(&mut self) {
         let offset = self.now - self.start;
-        // Live pods per owning controller, in one pass over the pods.
-        // (namespace, owner kind, owner name) -> (bound, created, pod) of each live pod.
-        type Owned = HashMap<(String, String, String), Vec<(bool, DateTime<Utc>, PodKey)>>;
-        let mut owned: Owned = HashMap::new();
+        // Job pods whose run is over, in key order (the order of a walk over every pod).
+        // The index holds live pods only; the simulated cluster never marks a pod
+        // deleting (it deletes at once), so every job pod is in it.
         let mut done: Vec<PodKey> = Vec::new();
-        let has_jobs = !self.jobs.is_empty();
-        for p in self.pods.values() {
-            if has_jobs && self.job_pod_done_at(p).is_some_and(|t| t <= self.now) {
-                done.push(p.key.clone());
-                continue;
-            }
-            if p.deleting.is_some() {
-                continue;
-            }
-            if let Some(o) = &p.owner
-                && (o.kind == "Deployment" || o.kind == "Job")
-            {
-                owned
-                    .entry((p.key.namespace.clone(), o.kind.clone(), o.name.clone()))
-                    .or_default()
-                    .push((p.node_name.is_some(), p.created, p.key.clone()));
+        for (namespace, name) in self.jobs.keys() {
+            let owner = (namespace.clone(), "Job".to_string(), name.clone());
+            for k in self.index.owned_by(&owner) {
+                if let Some(p) = self.pods.get(k)
+                    && self.job_pod_done_at(p).is_some_and(|t| t <= self.now)
+                {
+                    done.push(k.clone());
+                }
             }
         }
+        done.sort();
         // Jobs: finished pods succeed and go; missing pods are created.
         for k in done {
             if let Some(owner) = self.pods.get(&k).and_then(|p| p.owner.clone())
@@ -431,9 +450,10 @@ impl SimCluster {
             if j.start > offset {
                 continue;
             }
-            let active = owned
-                .get(&(key.0.clone(), "Job".to_string(), key.1.clone()))
-                .map_or(0, Vec::len) as u32;
+            let active = self
+                .index
+                .owned_count(&(key.0.clone(), "Job".to_string(), key.1.clone()))
+                as u32;
             let left = j.completions.saturating_sub(j.succeeded + active);
             let want = j.parallelism.saturating_sub(active).min(left);
             let template = j.template.clone();
@@ -448,14 +468,20 @@ impl SimCluster {
             let d = &self.deployments[&key];
             let want = d.replicas.at(offset) as usize;
             let template = d.template.clone();
-            let mut pods = owned
-                .remove(&(key.0.clone(), "Deployment".to_string(), key.1.clone()))
-                .unwrap_or_default();
-            if pods.len() < want {
-                for _ in pods.len()..want {
+            let owner = (key.0.clone(), "Deployment".to_string(), key.1.clone());
+            let live = self.index.owned_count(&owner);
+            if live < want {
+                for _ in live..want {
                     self.create_owned(&template, "Deployment", &key.1);
                 }
-            } else if pods.len() > want {
+            } else if live > want {
+                // (bound, created, pod) of each live pod.
+                let mut pods: Vec<(bool, DateTime<Utc>, PodKey)> = self
+                    .index
+                    .owned_by(&owner)
+                    .filter_map(|k| self.pods.get(k))
+                    .map(|p| (p.node_name.is_some(), p.created, p.key.clone()))
+                    .collect();
                 pods.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
                 let excess = pods.len() - want;
                 for (_, _, k) in pods.into_iter().take(excess) {
@@ -494,6 +520,7 @@ impl SimCluster {
 
     pub(super) fn delete_pod(&mut self, key: &PodKey) {
         if let Some(p) = self.pods.remove(key) {
+            self.index.remove(&p);
             self.schedule_dirty |= p.node_name.is_some();
             self.pods_dirty = true;
             self.emit(Change::Deleted(ObjectRef::Pod(key.clone())));
@@ -528,3 +555,6 @@ impl SimCluster {
 
 /// Where the simulated kubelet records when a job pod started running.
 const STARTED: &str = "sim.karpenter-tui.dev/started";
+
+#[cfg(test)]
+mod tests;

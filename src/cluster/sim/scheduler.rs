@@ -20,24 +20,33 @@ impl SimCluster {
         }
         self.schedule_dirty = false;
         let pending: Vec<&Pod> = self
-            .pods
-            .values()
-            .filter(|p| {
-                p.node_name.is_none()
-                    && p.deleting.is_none()
-                    && !p.is_daemonset()
-                    && !p.is_terminal()
-            })
+            .index
+            .pending()
+            .iter()
+            .filter_map(|k| self.pods.get(k))
             .collect();
         if pending.is_empty() {
             self.bind_at.clear();
             return;
         }
+        // Nodes and the pods bound to them from the index: a node's requests and host
+        // ports add up its bound pods in key order, as a walk over every pod would.
         let mut input = SolveInput::default();
-        let mut index = std::collections::HashMap::new();
-        for n in self.nodes.values().filter(|n| n.object.ready) {
-            index.insert(n.object.name.as_str(), input.nodes.len());
-            input.nodes.push(NodeInput {
+        for n in self.nodes.values() {
+            let bound = self
+                .index
+                .bound_to(&n.object.name)
+                .filter_map(|k| self.pods.get(k))
+                .filter(|p| !p.is_terminal());
+            if !n.object.ready {
+                input.bound.extend(bound.map(|pod| BoundPod {
+                    pod,
+                    node_labels: &n.object.labels,
+                    node_taints: &n.object.taints,
+                }));
+                continue;
+            }
+            let mut node = NodeInput {
                 name: n.object.name.clone(),
                 labels: n.object.labels.clone(),
                 taints: n.object.taints.clone(),
@@ -45,28 +54,17 @@ impl SimCluster {
                 requested: Resources::default(),
                 host_ports: Vec::new(),
                 initialized: true,
-            });
-        }
-        for p in self.pods.values() {
-            let Some(node) = p.node_name.as_deref() else {
-                continue;
             };
-            if p.is_terminal() {
-                continue;
-            }
-            if let Some(&i) = index.get(node) {
-                input.nodes[i].requested.add(&p.requests);
-                input.nodes[i]
-                    .host_ports
-                    .extend(p.host_ports.iter().cloned());
-            }
-            if let Some(n) = self.nodes.get(node) {
+            for pod in bound {
+                node.requested.add(&pod.requests);
+                node.host_ports.extend(pod.host_ports.iter().cloned());
                 input.bound.push(BoundPod {
-                    pod: p,
+                    pod,
                     node_labels: &n.object.labels,
                     node_taints: &n.object.taints,
                 });
             }
+            input.nodes.push(node);
         }
         // Emptiest first (LeastAllocated), name as the tie-break for determinism.
         let share = |n: &NodeInput| {
@@ -107,9 +105,7 @@ impl SimCluster {
         // Look again once the wait is over, whatever else changes.
         self.schedule_dirty |= waiting;
         for key in failed {
-            if let Some(p) = self.pods.get_mut(&key) {
-                p.unschedulable = true;
-            }
+            self.change_pod(&key, |p| p.unschedulable = true);
             self.emit_pod(&key);
         }
     }
