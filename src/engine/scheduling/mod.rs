@@ -14,6 +14,7 @@
 
 pub mod benchmark;
 mod claim;
+mod pinned_claims;
 mod preferences;
 mod queue;
 mod simulator;
@@ -32,6 +33,7 @@ use crate::engine::requirements::Requirements;
 use crate::engine::resources::{NODES, Resources};
 
 pub use claim::{ExistingSlot, PlannedClaim};
+use pinned_claims::PinnedClaims;
 pub use preferences::WorkPod;
 pub use simulator::Simulator;
 use simulator::SlotIndex;
@@ -151,6 +153,7 @@ fn place(
     topology: &mut Topology,
     smallest: &Resources,
     cursors: &mut HashMap<(usize, bool, i32), usize>,
+    pinned: &mut PinnedClaims,
     price_cap: Option<(&[Vec<f64>], f64)>,
 ) -> Result<Option<usize>, String> {
     let inverse = topology.inverse_selecting(&w.pod);
@@ -194,28 +197,56 @@ fn place(
         }
         start = start.max(*cursor);
     }
-    let first = open.partition_point(|&c| c < start);
+    // A pod whose topology decides on a non-hostname key (a zone) skips the claims pinned
+    // to domains it may not use: they would reject it (see `pinned_claims`).
     let mut closed = Vec::new();
-    let mut placed = false;
-    for (pos, &c) in open.iter().enumerate().skip(first) {
+    let mut placed = None;
+    let mut try_claim = |c: usize, claims: &mut [PlannedClaim], topology: &mut Topology| {
         let claim = &mut claims[c];
-        if claim
+        let ok = claim
             .try_add(&templates[claim.template], topology, w, i, &inverse, false)
-            .is_ok()
-        {
-            placed = true;
-        }
+            .is_ok();
         if !smallest.fits_in(&claim.headroom) {
-            closed.push(pos);
+            closed.push(c);
         }
-        if placed {
-            break;
+        ok
+    };
+    let pinning_key = topology
+        .pinning_key(&w.pod, &inverse)
+        .filter(|_| !pinned.disabled)
+        .map(str::to_string);
+    match pinning_key {
+        Some(key) => {
+            let t: &Topology = topology;
+            let admits = |d: &str| t.admits_pinned(&w.pod, &w.strict, &inverse, &key, d);
+            let candidates = pinned.candidates(&key, claims, open, start, admits);
+            for c in candidates {
+                if try_claim(c, claims, topology) {
+                    placed = Some(c);
+                    break;
+                }
+            }
+        }
+        None => {
+            let first = open.partition_point(|&c| c < start);
+            for &c in &open[first..] {
+                if try_claim(c, claims, topology) {
+                    placed = Some(c);
+                    break;
+                }
+            }
         }
     }
-    for pos in closed.into_iter().rev() {
-        open.remove(pos);
+    if let Some(c) = placed {
+        pinned.changed(c, &claims[c]);
     }
-    if placed {
+    for c in closed {
+        if let Ok(pos) = open.binary_search(&c) {
+            open.remove(pos);
+        }
+        pinned.closed(c, &claims[c]);
+    }
+    if placed.is_some() {
         return Ok(None);
     }
     if templates.is_empty() {
@@ -270,6 +301,7 @@ fn place(
                 }
                 claims.push(claim);
                 open.push(claims.len() - 1);
+                pinned.created(claims.len() - 1, &claims[claims.len() - 1]);
                 return Ok(None);
             }
             Err(e) => {

@@ -43,6 +43,8 @@ pub struct Simulator<'a> {
     option_prices: Vec<Vec<f64>>,
     /// Slots excluded in the current run (all false between runs).
     skip: Vec<bool>,
+    /// Tests only: try every open planned claim, without the pinned-domain index.
+    plain_claim_scan: bool,
 }
 
 /// Existing nodes by the value of a topology key, built per key on first use: a pod
@@ -190,6 +192,7 @@ impl<'a> Simulator<'a> {
             slot_index: SlotIndex::default(),
             option_prices,
             skip: Vec::new(),
+            plain_claim_scan: false,
         }
     }
 
@@ -213,6 +216,14 @@ impl<'a> Simulator<'a> {
             }
             None => topology::Group::counted(key.clone(), domains, bound),
         }
+    }
+
+    /// The same simulator trying every open planned claim in turn (no pinned-domain
+    /// index): the straightforward scan tests compare the indexed one with.
+    #[cfg(test)]
+    pub(super) fn with_plain_claim_scan(mut self) -> Self {
+        self.plain_claim_scan = true;
+        self
     }
 
     /// The prepared NodePool templates (what a replacement could be), by pool name.
@@ -321,6 +332,10 @@ impl<'a> Simulator<'a> {
         let mut open: Vec<usize> = Vec::new();
         let mut remaining = self.remaining.clone();
         let mut cursors: HashMap<(usize, bool, i32), usize> = HashMap::new();
+        let mut pinned = super::PinnedClaims {
+            disabled: self.plain_claim_scan,
+            ..Default::default()
+        };
         let mut q = queue::Queue::new(queue_pods, |i| &work[i].pod);
         while let Some(i) = q.pop() {
             let result = place(
@@ -337,6 +352,7 @@ impl<'a> Simulator<'a> {
                 &mut topology,
                 &smallest,
                 &mut cursors,
+                &mut pinned,
                 price_cap.map(|c| (self.option_prices.as_slice(), c)),
             );
             match result {

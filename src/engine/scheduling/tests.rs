@@ -549,3 +549,102 @@ fn node_taints_policy_honor_skips_tainted_nodes_when_counting() {
     // Honor: the tainted node's pods do not count, so every zone is empty: zone-a first.
     assert_eq!(zone_of(true), "zone-a");
 }
+
+/// What a solve decided, pod by pod: each new claim's pods, requirements and instance
+/// types, each nomination, each error.
+type Decisions = (
+    Vec<(Vec<PodKey>, String, Vec<String>)>,
+    Vec<Nomination>,
+    BTreeMap<PodKey, String>,
+);
+
+fn decisions(r: &Results) -> Decisions {
+    (
+        r.new_nodeclaims
+            .iter()
+            .map(|c| {
+                (
+                    c.pods.clone(),
+                    c.requirements.to_string(),
+                    c.instance_types.iter().map(|t| t.name.clone()).collect(),
+                )
+            })
+            .collect(),
+        r.nominations.clone(),
+        r.errors.clone(),
+    )
+}
+
+/// Solves with the pinned-domain claim index and with the plain scan of every open claim.
+fn indexed_and_plain(input: &SolveInput, pods: &[&Pod]) -> (Decisions, Decisions) {
+    let fast = Simulator::new(input).run(pods, &[]);
+    let plain = Simulator::new(input).with_plain_claim_scan().run(pods, &[]);
+    (decisions(&fast), decisions(&plain))
+}
+
+#[test]
+fn the_pinned_claim_index_decides_as_the_plain_scan_on_the_benchmark_mix() {
+    use crate::engine::catalog::Catalog;
+    for (n, seed) in [(600, 3), (2500, 42)] {
+        let catalog = Catalog::synthetic(100, seed);
+        let types: Vec<Arc<InstanceType>> = catalog
+            .instance_types
+            .iter()
+            .cloned()
+            .map(Arc::new)
+            .collect();
+        let pools = [NodePool::unconstrained("default")];
+        let pods = benchmark::diverse_pods(n, seed);
+        let refs: Vec<&Pod> = pods.iter().collect();
+        let (fast, plain) = indexed_and_plain(&input(&pools, &types), &refs);
+        assert!(fast.0.len() > 10, "{n} pods need many claims");
+        assert_eq!(fast, plain, "{n} benchmark pods, seed {seed}");
+    }
+}
+
+/// Random batches mixing generic pods, hostname anti-affinity, zonal spread and zonal
+/// self-affinity, some pinned to a zone by a node selector.
+fn arb_zonal_pods() -> impl Strategy<Value = Vec<Pod>> {
+    prop::collection::vec((1i64..=8, 0u8..5, 0u8..3, 0u8..4), 1..80).prop_map(|specs| {
+        specs
+            .into_iter()
+            .enumerate()
+            .map(|(i, (cpu_quarter, kind, app, zone))| {
+                let mut p = cpu_pod(&format!("p{i}"), cpu_quarter * 250);
+                let labels = BTreeMap::from([("app".to_string(), format!("k{kind}-{app}"))]);
+                p.labels = labels.clone();
+                let term = |key: &str| AffinityTerm {
+                    selector: Selector::from_labels(&labels),
+                    namespaces: vec![],
+                    topology_key: key.into(),
+                    weight: 0,
+                };
+                match kind {
+                    1 => p.anti_affinity.push(term(labels::HOSTNAME)),
+                    2 => p.spread.push(zone_spread(&labels)),
+                    3 => p.affinity.push(term(labels::ZONE)),
+                    4 => p.anti_affinity.push(term(labels::ZONE)),
+                    _ => {}
+                }
+                if zone < 3 && i % 3 == 0 {
+                    let z = ["zone-a", "zone-b", "zone-c"][zone as usize];
+                    p.node_selector = BTreeMap::from([(labels::ZONE.to_string(), z.to_string())]);
+                }
+                p
+            })
+            .collect()
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn the_pinned_claim_index_decides_as_the_plain_scan(pods in arb_zonal_pods()) {
+        let pools = [pool("", "default")];
+        let refs: Vec<&Pod> = pods.iter().collect();
+        let types = two_and_four();
+        let (fast, plain) = indexed_and_plain(&input(&pools, &types), &refs);
+        prop_assert_eq!(fast, plain);
+    }
+}

@@ -312,6 +312,30 @@ impl Topology {
         Some((g.id.key.clone(), allowed))
     }
 
+    /// The first key other than hostname that one of the pod's constraints is over: the
+    /// key planned NodeClaims are indexed by for this pod (see `pinned_claims`).
+    pub fn pinning_key<'a>(&'a self, pod: &Pod, inverse: &'a [usize]) -> Option<&'a str> {
+        self.constraints(pod, inverse)
+            .map(|g| g.id.key.as_str())
+            .find(|k| *k != labels::HOSTNAME)
+    }
+
+    /// False only when [`Topology::requirements_for`] would certainly fail, or give a
+    /// requirement incompatible with the node, for a node whose `key` allows exactly the
+    /// domain `d`: the check of [`Topology::may_admit`] restricted to one key.
+    pub fn admits_pinned(
+        &self,
+        pod: &Pod,
+        strict: &Requirements,
+        inverse: &[usize],
+        key: &str,
+        d: &str,
+    ) -> bool {
+        self.constraints(pod, inverse)
+            .filter(|g| g.id.key == key)
+            .all(|g| g.admits_domain(pod, strict.get(key), d).unwrap_or(true))
+    }
+
     /// A cheap, allocation-free pre-check for a node whose topology labels are single
     /// values (an existing node): false only when [`Topology::requirements_for`] would
     /// certainly fail there. Scanning thousands of nodes for a spread or anti-affinity pod
