@@ -14,6 +14,7 @@ use crate::tui::frame::{self, DEMO_AT};
 use crate::tui::theme::Theme;
 use crate::tui::views::View;
 
+mod rows;
 mod views;
 
 const W: u16 = 160;
