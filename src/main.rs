@@ -411,11 +411,14 @@ fn run_bench(b: Bench) -> ExitCode {
                     "{} nodes, {} pods, {}x{} cells, {frames} frames per view",
                     f.nodes, f.pods, f.width, f.height
                 );
-                println!("{:<12} {:>12} {:>14}", "view", "ms/frame", "ms rows/snap");
+                println!(
+                    "{:<12} {:>12} {:>14} {:>18}",
+                    "view", "ms/frame", "ms rows/snap", "ms snap to frame"
+                );
                 for v in &f.views {
                     println!(
-                        "{:<12} {:>12.3} {:>14.2}",
-                        v.view, v.ms_per_frame, v.ms_rows
+                        "{:<12} {:>12.3} {:>14.2} {:>18.2}",
+                        v.view, v.ms_per_frame, v.ms_rows, v.ms_snapshot_to_frame
                     );
                 }
                 println!(

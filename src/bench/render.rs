@@ -26,6 +26,9 @@ pub struct ViewFigure {
     pub ms_per_frame: f64,
     /// Building the view's rows from a new snapshot (once per snapshot, not per frame).
     pub ms_rows: f64,
+    /// A new snapshot on this view until its frame is drawn (rows rebuilt and the
+    /// first frame, which formats the rows on screen), mean over a few snapshots.
+    pub ms_snapshot_to_frame: f64,
 }
 
 /// The whole run's figures.
@@ -84,16 +87,25 @@ fn ms(since: Instant, n: usize) -> f64 {
 /// Runs the benchmark.
 pub fn run(nodes: usize, pods: usize, frames: usize, width: u16, height: u16) -> Figures {
     let snap = snapshot(nodes, pods);
+    let waiting = with_pending(&snap);
     let mut app = frame::app(Arc::clone(&snap), Theme::default(), false);
     let mut terminal = match Terminal::new(TestBackend::new(width, height)) {
         Ok(t) => t,
         Err(never) => match never {},
     };
+    let mut round = 0;
     let mut views = Vec::new();
     for view in View::ALL {
+        // The Pending view over a cluster where pods wait (the benchmark's are all bound).
+        let base = if view == View::Pending {
+            &waiting
+        } else {
+            &snap
+        };
         // Rows: a fresh snapshot makes the shown view rebuild.
         app.show(view);
-        let next = fresh(&snap);
+        round += 1;
+        let next = fresh(base, round);
         let t = Instant::now();
         app.on_snapshot(next);
         let ms_rows = ms(t, 1);
@@ -103,10 +115,25 @@ pub fn run(nodes: usize, pods: usize, frames: usize, width: u16, height: u16) ->
             app.mark_dirty();
             let _ = terminal.draw(|f| ui::draw(f, &mut app));
         }
+        let ms_per_frame = ms(t, frames);
+        let rounds = 5;
+        let nexts: Vec<_> = (0..rounds)
+            .map(|_| {
+                round += 1;
+                fresh(base, round)
+            })
+            .collect();
+        let t = Instant::now();
+        for next in nexts {
+            app.on_snapshot(next);
+            let _ = terminal.draw(|f| ui::draw(f, &mut app));
+            app.drawn();
+        }
         views.push(ViewFigure {
             view: view.slug(),
-            ms_per_frame: ms(t, frames),
+            ms_per_frame,
             ms_rows,
+            ms_snapshot_to_frame: ms(t, rounds),
         });
     }
 
@@ -135,7 +162,12 @@ pub fn run(nodes: usize, pods: usize, frames: usize, width: u16, height: u16) ->
     let key_to_frame_ms = ms(t, presses);
 
     let rounds = 5;
-    let nexts: Vec<_> = (0..rounds).map(|_| fresh(&snap)).collect();
+    let nexts: Vec<_> = (0..rounds)
+        .map(|_| {
+            round += 1;
+            fresh(&snap, round)
+        })
+        .collect();
     let t = Instant::now();
     for next in nexts {
         app.on_snapshot(next);
@@ -282,12 +314,26 @@ pub fn busy(presses: usize, width: u16, height: u16) -> Busy {
     }
 }
 
-/// The same cluster as a new snapshot (a new generation), as the controller
-/// publishes after a change: the console rebuilds rows for it, where the very same
-/// snapshot again would be a heartbeat that only moves the clock.
-fn fresh(snap: &Arc<Snapshot>) -> Arc<Snapshot> {
+/// The same cluster as the `round`th new snapshot (a new generation and change count),
+/// as the controller publishes after a change: the console rebuilds rows for it, where
+/// the very same snapshot again would be a heartbeat that only moves the clock. (Every
+/// round must count differently: two with the same count are a heartbeat.)
+fn fresh(snap: &Arc<Snapshot>, round: u64) -> Arc<Snapshot> {
     let mut s = Snapshot::clone(snap);
-    s.generation += 1;
-    s.changes += 1;
+    s.generation += round;
+    s.changes += round;
+    Arc::new(s)
+}
+
+/// The benchmark cluster with every tenth pod unbound and waiting (unschedulable), so
+/// the Pending view has thousands of rows to show.
+pub fn with_pending(snap: &Arc<Snapshot>) -> Arc<Snapshot> {
+    let mut state = crate::engine::state::ClusterState::clone(&snap.state);
+    for p in state.pods.iter_mut().step_by(10) {
+        p.node_name = None;
+        p.unschedulable = true;
+    }
+    let mut s = Snapshot::clone(snap);
+    s.state = Arc::new(state);
     Arc::new(s)
 }

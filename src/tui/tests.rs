@@ -15,6 +15,7 @@ use crate::tui::frame;
 use crate::tui::theme::Theme;
 use crate::tui::views::View;
 
+mod rows;
 mod views;
 
 const W: u16 = 160;

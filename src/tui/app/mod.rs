@@ -481,7 +481,10 @@ impl App {
         }
         let rows = views::rows(view, &self.snapshot, &self.keymap, self.now());
         if let Some(t) = self.tables.get_mut(view) {
-            t.set_rows(rows);
+            match rows {
+                views::Rows::Built(rows) => t.set_rows(rows),
+                views::Rows::OnDemand(source) => t.set_source(source),
+            }
         }
     }
 
@@ -609,8 +612,8 @@ impl App {
                 let id = self
                     .tables
                     .get(view)
-                    .and_then(|t| t.selected_row())
-                    .map(|r| r.id.clone());
+                    .and_then(|t| t.selected_id())
+                    .map(str::to_string);
                 match id.and_then(|id| {
                     let mut d = views::details(view, &self.snapshot, &id, self.now())?;
                     d.row = Some((view, id));

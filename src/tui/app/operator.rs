@@ -48,14 +48,14 @@ impl App {
     /// The decision the cursor is on: a decision row, or the decision holding the
     /// selected node.
     pub fn selected_decision(&self) -> Option<u64> {
-        let row = self.tables.get(self.view)?.selected_row()?;
+        let id = self.tables.get(self.view)?.selected_id()?;
         match self.view {
-            View::Disruption => views::disruption::decision_id(&row.id),
+            View::Disruption => views::disruption::decision_id(id),
             View::Nodes => self
                 .snapshot
                 .pending
                 .iter()
-                .find(|d| d.command.nodeclaims().any(|n| n == row.id))
+                .find(|d| d.command.nodeclaims().any(|n| n == id))
                 .map(|d| d.id),
             _ => None,
         }

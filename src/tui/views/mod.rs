@@ -14,6 +14,8 @@ pub mod queue;
 pub mod standing;
 pub mod trends;
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -21,7 +23,7 @@ use ratatui::layout::Rect;
 use crate::control::controller::Snapshot;
 use crate::tui::app::App;
 use crate::tui::keymap::Keymap;
-use crate::tui::widgets::table::{Column, Row, Tone};
+use crate::tui::widgets::table::{Column, Row, Source, Tone};
 
 /// The views, in tab order (keys 1-7).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -111,17 +113,26 @@ pub fn moves_with_time(view: View) -> bool {
     matches!(view, View::Nodes | View::Pending | View::Disruption)
 }
 
+/// A list view's rows for one snapshot: built at once (the small views), or formatted
+/// on demand (Nodes and Pending, thousands of rows of which a screen shows forty).
+pub enum Rows {
+    Built(Vec<Row>),
+    OnDemand(Arc<dyn Source>),
+}
+
 /// The rows of a list view for a snapshot, with ages and countdowns at `now`.
-pub fn rows(view: View, s: &Snapshot, keymap: &Keymap, now: DateTime<Utc>) -> Vec<Row> {
-    match view {
+pub fn rows(view: View, s: &Arc<Snapshot>, keymap: &Keymap, now: DateTime<Utc>) -> Rows {
+    Rows::Built(match view {
         View::NodePools => nodepools::rows(s),
-        View::Nodes => nodes::rows(s, now),
-        View::Pending => pending::rows(s, now),
+        View::Nodes => return Rows::OnDemand(Arc::new(nodes::NodeRows::new(Arc::clone(s), now))),
+        View::Pending => {
+            return Rows::OnDemand(Arc::new(pending::PendingRows::new(Arc::clone(s), now)));
+        }
         View::Disruption => disruption::rows(s, now),
         View::Events => events::rows(s),
         View::Help => help::rows(keymap),
         View::Overview => Vec::new(),
-    }
+    })
 }
 
 /// The details of one row, with ages at `now`.

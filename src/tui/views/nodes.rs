@@ -4,6 +4,7 @@
 //! table spells out the selected node's explanation in full.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use ratatui::Frame;
@@ -23,7 +24,7 @@ use crate::engine::state::StateNode;
 use crate::tui::app::App;
 use crate::tui::format;
 use crate::tui::widgets::panel;
-use crate::tui::widgets::table::{BarKind, Cell, Column, Row, Tone, col};
+use crate::tui::widgets::table::{BarKind, Cell, Column, Row, Source, Tone, col};
 
 /// Kept longest: the node, what it is doing and why the disruption pass does or does
 /// not touch it; then its age, zone and state of the art (type, pool); the request bars,
@@ -180,47 +181,147 @@ fn capacity(c: CapacityType) -> &'static str {
     }
 }
 
-pub fn rows(s: &Snapshot, now: DateTime<Utc>) -> Vec<Row> {
-    let usage = usage(s);
-    let involved = Involvement::of(s);
-    let drifts = Drifts::of(s);
-    s.state
-        .nodes
-        .iter()
-        .zip(usage)
-        .map(|(n, (req, pods, workload))| {
-            let (state, tone) = lifecycle_in(s, &involved, &drifts, n, workload, now);
+/// What every row of one snapshot shares: who is in a decision or command, the pools'
+/// drift judges.
+struct Context<'a> {
+    involved: Involvement<'a>,
+    drifts: Drifts<'a>,
+}
+
+impl<'a> Context<'a> {
+    fn of(s: &'a Snapshot) -> Context<'a> {
+        Context {
+            involved: Involvement::of(s),
+            drifts: Drifts::of(s),
+        }
+    }
+}
+
+/// The cell of node `i` (in `s.state.nodes`) in one column, `usage` its requests and pod
+/// counts. A row is its cells column by column, so a sort can build one column alone.
+fn cell(
+    s: &Snapshot,
+    cx: &Context,
+    usage: &(Resources, usize, usize),
+    i: usize,
+    column: usize,
+    now: DateTime<Utc>,
+) -> Cell {
+    let n = &s.state.nodes[i];
+    let (req, pods, workload) = usage;
+    match column {
+        0 => Cell::text(n.name.clone()),
+        1 => {
+            let (state, tone) = lifecycle_in(s, &cx.involved, &cx.drifts, n, *workload, now);
+            Cell::text(state).tone(tone)
+        }
+        2 => Cell::text(n.nodepool.clone()),
+        3 => Cell::text(n.instance_type.clone()),
+        4 => Cell::usage(req.cpu, n.allocatable.cpu, format::cores, BarKind::Cpu),
+        5 => Cell::usage(
+            req.memory,
+            n.allocatable.memory,
+            format::bytes,
+            BarKind::Memory,
+        ),
+        6 => Cell::num(
+            format!("{pods}/{}", n.allocatable.pods / 1000),
+            *pods as f64,
+        ),
+        7 => Cell::num(format!("${:.4}", n.price), n.price),
+        8 => Cell::text(capacity(n.capacity_type)),
+        9 => Cell::text(n.zone.clone()),
+        10 => {
             let age = now - n.created;
-            let (why, why_tone, kind) = standing::standing(s, &involved, &n.nodeclaim);
+            Cell::num(format::age(age), age.num_seconds() as f64)
+        }
+        _ => {
+            let (why, why_tone, kind) = standing::standing(s, &cx.involved, &n.nodeclaim);
             let why = if kind == standing::Kind::Unseen {
                 "-".to_string()
             } else {
                 why
             };
-            Row::new(
-                n.nodeclaim.clone(),
-                vec![
-                    Cell::text(n.name.clone()),
-                    Cell::text(state).tone(tone),
-                    Cell::text(n.nodepool.clone()),
-                    Cell::text(n.instance_type.clone()),
-                    Cell::usage(req.cpu, n.allocatable.cpu, format::cores, BarKind::Cpu),
-                    Cell::usage(
-                        req.memory,
-                        n.allocatable.memory,
-                        format::bytes,
-                        BarKind::Memory,
-                    ),
-                    Cell::num(format!("{pods}/{}", n.allocatable.pods / 1000), pods as f64),
-                    Cell::num(format!("${:.4}", n.price), n.price),
-                    Cell::text(capacity(n.capacity_type)),
-                    Cell::text(n.zone.clone()),
-                    Cell::num(format::age(age), age.num_seconds() as f64),
-                    Cell::text(why).tone(why_tone),
-                ],
-            )
-        })
+            Cell::text(why).tone(why_tone)
+        }
+    }
+}
+
+fn row(
+    s: &Snapshot,
+    cx: &Context,
+    usage: &(Resources, usize, usize),
+    i: usize,
+    now: DateTime<Utc>,
+) -> Row {
+    Row::new(
+        s.state.nodes[i].nodeclaim.clone(),
+        (0..COLUMNS.len())
+            .map(|c| cell(s, cx, usage, i, c, now))
+            .collect(),
+    )
+}
+
+/// Every row, formatted (what the table shows, row for row, when it formats on demand
+/// through [`NodeRows`]).
+pub fn rows(s: &Snapshot, now: DateTime<Utc>) -> Vec<Row> {
+    let usage = usage(s);
+    let cx = Context::of(s);
+    usage
+        .iter()
+        .enumerate()
+        .map(|(i, u)| row(s, &cx, u, i, now))
         .collect()
+}
+
+/// The Nodes table's rows of one snapshot, formatted on demand: a new snapshot costs
+/// the ids and the per-node requests (one pass over the pods); the rest (lifecycle,
+/// drift verdicts, explanations, text) only for the rows drawn or sorted by.
+pub struct NodeRows {
+    snapshot: Arc<Snapshot>,
+    usage: Vec<(Resources, usize, usize)>,
+    now: DateTime<Utc>,
+}
+
+impl NodeRows {
+    pub fn new(snapshot: Arc<Snapshot>, now: DateTime<Utc>) -> NodeRows {
+        NodeRows {
+            usage: usage(&snapshot),
+            snapshot,
+            now,
+        }
+    }
+}
+
+impl Source for NodeRows {
+    fn ids(&self) -> Vec<String> {
+        self.snapshot
+            .state
+            .nodes
+            .iter()
+            .map(|n| n.nodeclaim.clone())
+            .collect()
+    }
+
+    fn rows(&self, at: &[usize]) -> Vec<Row> {
+        let s = &self.snapshot;
+        let cx = Context::of(s);
+        at.iter()
+            .map(|&i| row(s, &cx, &self.usage[i], i, self.now))
+            .collect()
+    }
+
+    fn column(&self, column: usize) -> Option<Vec<Cell>> {
+        let s = &self.snapshot;
+        let cx = Context::of(s);
+        Some(
+            self.usage
+                .iter()
+                .enumerate()
+                .map(|(i, u)| cell(s, &cx, u, i, column, self.now))
+                .collect(),
+        )
+    }
 }
 
 pub fn render(frame: &mut Frame, area: Rect, app: &mut App) {
@@ -230,7 +331,7 @@ pub fn render(frame: &mut Frame, area: Rect, app: &mut App) {
     app.tables
         .nodes
         .render(frame, table, "Nodes", COLUMNS, &styles, true);
-    let selected = app.tables.nodes.selected_row().map(|r| r.id.clone());
+    let selected = app.tables.nodes.selected_id().map(str::to_string);
     let now = app.now();
     let s = &app.snapshot;
     let lines: Vec<Line> = match selected.as_deref().and_then(|id| s.state.node(id)) {

@@ -2,6 +2,7 @@
 //! last provisioning round), and the NodeClaim or node it is nominated to.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use ratatui::Frame;
@@ -15,7 +16,7 @@ use crate::engine::pod::Pod;
 use crate::engine::state::StateNode;
 use crate::tui::app::App;
 use crate::tui::format;
-use crate::tui::widgets::table::{Cell, Column, Row, Tone, col};
+use crate::tui::widgets::table::{Cell, Column, Row, Source, Tone, col};
 
 /// Kept longest: the pod and why it waits (the operator's question, with room for the
 /// scheduler's words, whose point may come late); the nomination goes first (it is in
@@ -71,34 +72,120 @@ pub fn reason(s: &Snapshot, nominees: &Nominees, p: &Pod) -> (String, Tone) {
     )
 }
 
+/// The cell of pod `p` in one column (`key` its name); a row is its cells column by
+/// column, so a sort can build one column alone.
+fn cell(
+    s: &Snapshot,
+    nominees: &Nominees,
+    p: &Pod,
+    key: &str,
+    column: usize,
+    now: DateTime<Utc>,
+) -> Cell {
+    match column {
+        0 => Cell::text(key),
+        1 => Cell::num(format::cores(p.requests.cpu), p.requests.cpu as f64),
+        2 => Cell::num(format::bytes(p.requests.memory), p.requests.memory as f64),
+        3 => {
+            let age = now - p.created;
+            Cell::num(format::age(age), age.num_seconds() as f64)
+        }
+        4 => Cell::text(
+            s.nominated
+                .get(&p.key)
+                .cloned()
+                .unwrap_or_else(|| "-".into()),
+        ),
+        _ => {
+            let (why, tone) = reason(s, nominees, p);
+            Cell::text(why).tone(tone)
+        }
+    }
+}
+
+fn row(s: &Snapshot, nominees: &Nominees, p: &Pod, key: String, now: DateTime<Utc>) -> Row {
+    let cells = (0..COLUMNS.len())
+        .map(|c| cell(s, nominees, p, &key, c, now))
+        .collect();
+    Row::new(key, cells)
+}
+
+/// Every row, formatted (what the table shows, row for row, when it formats on demand
+/// through [`PendingRows`]).
 pub fn rows(s: &Snapshot, now: DateTime<Utc>) -> Vec<Row> {
     let nominees = Nominees::of(s);
     s.state
         .pods
         .iter()
         .filter(|p| is_pending(p))
-        .map(|p| {
-            let (why, tone) = reason(s, &nominees, p);
-            let age = now - p.created;
-            let key = p.key.to_string();
-            Row::new(
-                key.clone(),
-                vec![
-                    Cell::text(key),
-                    Cell::num(format::cores(p.requests.cpu), p.requests.cpu as f64),
-                    Cell::num(format::bytes(p.requests.memory), p.requests.memory as f64),
-                    Cell::num(format::age(age), age.num_seconds() as f64),
-                    Cell::text(
-                        s.nominated
-                            .get(&p.key)
-                            .cloned()
-                            .unwrap_or_else(|| "-".into()),
-                    ),
-                    Cell::text(why).tone(tone),
-                ],
-            )
-        })
+        .map(|p| row(s, &nominees, p, p.key.to_string(), now))
         .collect()
+}
+
+/// The Pending table's rows of one snapshot, formatted on demand: a new snapshot costs
+/// finding the pending pods and their names; reasons and text only for the rows drawn
+/// or sorted by.
+pub struct PendingRows {
+    snapshot: Arc<Snapshot>,
+    /// Positions in `state.pods` of the pending pods, in that order.
+    pods: Vec<usize>,
+    now: DateTime<Utc>,
+}
+
+impl PendingRows {
+    pub fn new(snapshot: Arc<Snapshot>, now: DateTime<Utc>) -> PendingRows {
+        PendingRows {
+            pods: snapshot
+                .state
+                .pods
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| is_pending(p))
+                .map(|(i, _)| i)
+                .collect(),
+            snapshot,
+            now,
+        }
+    }
+}
+
+impl Source for PendingRows {
+    fn ids(&self) -> Vec<String> {
+        self.pods
+            .iter()
+            .map(|&i| self.snapshot.state.pods[i].key.to_string())
+            .collect()
+    }
+
+    fn rows(&self, at: &[usize]) -> Vec<Row> {
+        let s = &self.snapshot;
+        let nominees = Nominees::of(s);
+        at.iter()
+            .map(|&i| {
+                let p = &s.state.pods[self.pods[i]];
+                row(s, &nominees, p, p.key.to_string(), self.now)
+            })
+            .collect()
+    }
+
+    fn column(&self, column: usize) -> Option<Vec<Cell>> {
+        let s = &self.snapshot;
+        let nominees = Nominees::of(s);
+        Some(
+            self.pods
+                .iter()
+                .map(|&i| {
+                    let p = &s.state.pods[i];
+                    let key = if column == 0 {
+                        p.key.to_string()
+                    } else {
+                        String::new()
+                    };
+                    cell(s, &nominees, p, &key, column, self.now)
+                })
+                .collect(),
+        )
+    }
 }
 
 pub fn render(frame: &mut Frame, area: Rect, app: &mut App) {

@@ -1,8 +1,13 @@
-//! The windowed table every list view uses. Rows are built once per snapshot; filtering
-//! and sorting happen when the rows, the filter or the sort change, never per frame; a
-//! frame turns only the rows on screen into ratatui rows, so 5,000 nodes cost what 40 do.
+//! The windowed table every list view uses. Rows are built once per snapshot, or, for
+//! the big views (Nodes, Pending), formatted on demand from a [`Source`]: a new snapshot
+//! costs the rows' ids, a frame formats only the rows on screen (once each), a sort
+//! builds only its column's keys, and only a filter formats every row (it matches their
+//! text). Filtering and sorting happen when the rows, the filter or the sort change,
+//! never per frame, so 5,000 nodes cost what 40 do.
 
+use std::cell::OnceCell;
 use std::cmp::Ordering;
+use std::sync::Arc;
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
@@ -157,6 +162,31 @@ impl Row {
     }
 }
 
+/// Rows a view formats on demand: the table asks for every id when the data changes,
+/// and for cells only for the rows it draws, sorts by or filters. Formatting a row
+/// through a source must give exactly the row an eager build would have.
+pub trait Source: Send + Sync {
+    /// Every row's id, in the source's order (the order an unsorted table shows).
+    fn ids(&self) -> Vec<String>;
+    /// The rows at these positions, formatted, in the same order.
+    fn rows(&self, at: &[usize]) -> Vec<Row>;
+    /// Every row's cell in one column (what a sort compares), without formatting the
+    /// other columns; None when the source cannot do better than formatting every row.
+    fn column(&self, _column: usize) -> Option<Vec<Cell>> {
+        None
+    }
+}
+
+/// A shared source (cloned with the table).
+#[derive(Clone)]
+struct Shared(Arc<dyn Source>);
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Source")
+    }
+}
+
 /// A filter: a regular expression over a row's text, maybe inverted.
 #[derive(Clone, Debug)]
 pub struct Filter {
@@ -203,7 +233,13 @@ fn first_line(s: &str) -> String {
 /// A table's rows and where the operator is in them.
 #[derive(Clone, Debug, Default)]
 pub struct TableView {
-    rows: Vec<Row>,
+    /// Every row's id (the selection follows it across new data).
+    ids: Vec<String>,
+    /// Each row once formatted: all of them for eager rows, on demand from `source`.
+    rows: Vec<OnceCell<Row>>,
+    source: Option<Shared>,
+    /// Sort keys of one column from the source (column, one per row).
+    keys: Option<(usize, Vec<Cell>)>,
     haystacks: Vec<String>,
     /// Indices of the rows shown, in display order.
     order: Vec<usize>,
@@ -224,23 +260,58 @@ pub struct TableView {
 impl TableView {
     /// Replaces the rows (new data), keeping the selected row selected if it still exists.
     pub fn set_rows(&mut self, rows: Vec<Row>) {
-        let keep = self.selected_row().map(|r| r.id.clone());
-        self.haystacks = if self.filter.is_some() {
-            rows.iter().map(Row::haystack).collect()
-        } else {
-            Vec::new()
-        };
-        self.rows = rows;
+        let keep = self.selected_id().map(str::to_string);
+        self.ids = rows.iter().map(|r| r.id.clone()).collect();
+        self.rows = rows.into_iter().map(OnceCell::from).collect();
+        self.source = None;
+        self.renew(keep);
+    }
+
+    /// Replaces the rows with ones formatted on demand (new data), keeping the selected
+    /// row selected if it still exists.
+    pub fn set_source(&mut self, source: Arc<dyn Source>) {
+        let keep = self.selected_id().map(str::to_string);
+        self.ids = source.ids();
+        self.rows = (0..self.ids.len()).map(|_| OnceCell::new()).collect();
+        self.source = Some(Shared(source));
+        self.renew(keep);
+    }
+
+    fn renew(&mut self, keep: Option<String>) {
+        self.keys = None;
+        self.haystacks = Vec::new();
         self.recompute(keep);
     }
 
     pub fn set_filter(&mut self, filter: Option<Filter>) {
-        let keep = self.selected_row().map(|r| r.id.clone());
-        if filter.is_some() && self.haystacks.len() != self.rows.len() {
-            self.haystacks = self.rows.iter().map(Row::haystack).collect();
-        }
+        let keep = self.selected_id().map(str::to_string);
         self.filter = filter;
         self.recompute(keep);
+    }
+
+    /// Formats the rows at these positions that are not formatted yet, in one call to
+    /// the source (which builds what the rows share once).
+    fn format(&mut self, at: impl Iterator<Item = usize>) {
+        let Some(Shared(source)) = &self.source else {
+            return;
+        };
+        let missing: Vec<usize> = at.filter(|&i| self.rows[i].get().is_none()).collect();
+        if missing.is_empty() {
+            return;
+        }
+        for (i, row) in missing.iter().zip(source.rows(&missing)) {
+            let _ = self.rows[*i].set(row);
+        }
+    }
+
+    /// The row at a position in the source, formatted (alone) if it was not yet.
+    fn row(&self, i: usize) -> &Row {
+        self.rows[i].get_or_init(|| {
+            self.source
+                .as_ref()
+                .and_then(|Shared(s)| s.rows(&[i]).pop())
+                .unwrap_or_else(|| Row::new(self.ids[i].clone(), Vec::new()))
+        })
     }
 
     pub fn filter(&self) -> Option<&Filter> {
@@ -272,16 +343,38 @@ impl TableView {
     }
 
     fn recompute(&mut self, keep: Option<String>) {
-        self.order = (0..self.rows.len())
+        let n = self.ids.len();
+        if self.filter.is_some() && self.haystacks.len() != n {
+            // A filter reads every row's text.
+            self.format(0..n);
+            self.haystacks = (0..n).map(|i| self.row(i).haystack()).collect();
+        }
+        self.order = (0..n)
             .filter(|&i| match &self.filter {
                 Some(f) => f.keeps(&self.haystacks[i]),
                 None => true,
             })
             .collect();
         if let Some((c, desc)) = self.sort {
+            let formatted = self.rows.iter().all(|r| r.get().is_some());
+            if !formatted && self.keys.as_ref().is_none_or(|(k, _)| *k != c) {
+                let column = self.source.as_ref().and_then(|Shared(s)| s.column(c));
+                match column {
+                    Some(keys) if keys.len() == n => self.keys = Some((c, keys)),
+                    _ => self.format(0..n),
+                }
+            }
+            let keys = match &self.keys {
+                Some((k, keys)) if *k == c && !formatted => Some(keys),
+                _ => None,
+            };
             let rows = &self.rows;
+            let cell = |i: usize| match keys {
+                Some(keys) => keys.get(i),
+                None => rows[i].get().and_then(|r| r.cells.get(c)),
+            };
             self.order.sort_by(|&a, &b| {
-                let o = match (rows[a].cells.get(c), rows[b].cells.get(c)) {
+                let o = match (cell(a), cell(b)) {
                     (Some(x), Some(y)) => compare(x, y),
                     _ => Ordering::Equal,
                 };
@@ -289,7 +382,7 @@ impl TableView {
             });
         }
         if let Some(id) = keep
-            && let Some(pos) = self.order.iter().position(|&i| self.rows[i].id == id)
+            && let Some(pos) = self.order.iter().position(|&i| self.ids[i] == id)
         {
             self.selected = pos;
         }
@@ -298,7 +391,12 @@ impl TableView {
 
     /// Rows shown (after the filter), in order.
     pub fn visible(&self) -> impl Iterator<Item = &Row> {
-        self.order.iter().map(|&i| &self.rows[i])
+        self.order.iter().map(|&i| self.row(i))
+    }
+
+    /// The ids of the rows shown, in order (formats nothing).
+    pub fn visible_ids(&self) -> impl Iterator<Item = &str> {
+        self.order.iter().map(|&i| self.ids[i].as_str())
     }
 
     pub fn len(&self) -> usize {
@@ -310,15 +408,20 @@ impl TableView {
     }
 
     pub fn total(&self) -> usize {
-        self.rows.len()
+        self.ids.len()
     }
 
     pub fn selected_row(&self) -> Option<&Row> {
-        self.order.get(self.selected).map(|&i| &self.rows[i])
+        self.order.get(self.selected).map(|&i| self.row(i))
+    }
+
+    /// The selected row's id, without formatting it.
+    pub fn selected_id(&self) -> Option<&str> {
+        self.order.get(self.selected).map(|&i| self.ids[i].as_str())
     }
 
     pub fn select_id(&mut self, id: &str) -> bool {
-        match self.order.iter().position(|&i| self.rows[i].id == id) {
+        match self.order.iter().position(|&i| self.ids[i] == id) {
             Some(p) => {
                 self.selected = p;
                 true
@@ -376,10 +479,10 @@ impl TableView {
         focused: bool,
     ) {
         let mut title_spans = vec![Span::styled(format!(" {title} "), styles.title)];
-        let counts = if self.order.len() == self.rows.len() {
-            format!("{} ", self.rows.len())
+        let counts = if self.order.len() == self.ids.len() {
+            format!("{} ", self.ids.len())
         } else {
-            format!("{}/{} ", self.order.len(), self.rows.len())
+            format!("{}/{} ", self.order.len(), self.ids.len())
         };
         title_spans.push(Span::styled(counts, styles.muted));
         if let Some(f) = &self.filter {
@@ -413,6 +516,14 @@ impl TableView {
         self.offset = self
             .offset
             .min(self.order.len().saturating_sub(body.max(1)));
+        let window: Vec<usize> = self
+            .order
+            .iter()
+            .skip(self.offset)
+            .take(body)
+            .copied()
+            .collect();
+        self.format(window.into_iter());
         let (placed, more_left, more_right) = if self.wide {
             let full = self.full_widths(columns, body);
             columns::plan_wide(columns, &full, self.hscroll, inner.width)
@@ -426,7 +537,7 @@ impl TableView {
             .skip(self.offset)
             .take(body)
             .map(|&i| {
-                let row = &self.rows[i];
+                let row = self.row(i);
                 let row_style = row.tone.style(styles);
                 let cells: Vec<TuiCell> = placed
                     .iter()
@@ -489,7 +600,7 @@ impl TableView {
             .map(|c| c.title.chars().count() as u16)
             .collect();
         for &i in self.order.iter().skip(self.offset).take(body) {
-            for (w, c) in full.iter_mut().zip(&self.rows[i].cells) {
+            for (w, c) in full.iter_mut().zip(&self.row(i).cells) {
                 if c.bar.is_none() {
                     *w = (*w).max(c.text.chars().count().min(u16::MAX as usize) as u16);
                 }
