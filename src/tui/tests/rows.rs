@@ -5,11 +5,11 @@
 
 use std::sync::Arc;
 
+use crate::bench::render as render_bench;
 use crate::control::controller::Snapshot;
 use crate::tui::app::App;
 use crate::tui::frame;
 use crate::tui::keymap::Action;
-use crate::tui::render_bench;
 use crate::tui::theme::Theme;
 use crate::tui::views::{self, View};
 use crate::tui::widgets::table::{Filter, TableView};
