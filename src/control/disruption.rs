@@ -49,6 +49,11 @@ pub struct DisruptionController {
     /// The NodeClaim pods are nominated to that is not initialized yet, if any, set by
     /// the owner before each poll: drift and consolidation wait for it.
     pub scaling_up: Option<String>,
+    /// The owner's count of changes to the state, set before each poll: the same number
+    /// promises the same state, so the planner carries its simulations over.
+    pub revision: u64,
+    /// Carries simulation verdicts from pass to pass (only what changed is simulated).
+    planner: disruption::Planner,
     /// Where the next fast pass resumes single-node consolidation.
     single_node_start: usize,
     /// Single-node candidates a truncated fast pass has not reached yet: the next poll
@@ -117,6 +122,8 @@ impl DisruptionController {
             explain: true,
             unsynced: None,
             scaling_up: None,
+            revision: 0,
+            planner: disruption::Planner::default(),
             single_node_start: 0,
             unseen: 0,
             journal,
@@ -190,6 +197,11 @@ impl DisruptionController {
         self.remember(&e);
         self.outbox.push((e, None));
         Ok(())
+    }
+
+    /// Simulations the planner ran and carried over since the controller started.
+    pub fn planner_stats(&self) -> disruption::incremental::Stats {
+        self.planner.stats
     }
 
     /// True while a fast pass stopped short of some candidates without finding a command.
@@ -298,10 +310,9 @@ impl DisruptionController {
         // 2. A pass that leaves held and in-flight nodes alone.
         let mut held = self.gate.held(now);
         held.extend(self.orchestrator.in_flight());
-        // Full passes: with the engine's incremental Planner here, cluster_live's
-        // two-console test timed out waiting for both decisions (cause not found yet).
-        let pass = disruption::plan(
+        let pass = self.planner.plan(
             state,
+            self.revision,
             now,
             &Options {
                 held,

@@ -51,6 +51,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         self.set_holds();
         let state = Arc::clone(&self.state);
         self.disruption.explain = self.snapshot_tx.receiver_count() > 0;
+        self.disruption.revision = self.generation;
         let effects = if full {
             self.last_pass = Some((now, self.generation));
             let began = std::time::Instant::now();

@@ -7,8 +7,31 @@ use chrono::{DateTime, Utc};
 
 use super::{Controller, GC_GRACE, LAUNCH_TIMEOUT, REGISTRATION_TIMEOUT};
 use crate::cloud::CloudProvider;
-use crate::cluster::{Cluster, ClusterError, Write};
+use crate::cluster::{Cluster, ClusterError, NodeClaimObject, Write};
 use crate::control::events::EventKind;
+
+/// When a launched NodeClaim that has no Node is deleted for not registering, or None
+/// when it never is. Upstream `nodeclaim/lifecycle/liveness.go`: a NodeClaim whose
+/// Registered condition is True is never timed out (its Node may only be late to reach
+/// our watch: seen when `kubectl create` wrote both and a loaded controller saw them a
+/// round apart), and the 15 minutes count from that condition's last transition where
+/// the cluster records one, else from the launch.
+pub(super) fn registration_deadline(
+    claim: &NodeClaimObject,
+    launched_at: DateTime<Utc>,
+) -> Option<DateTime<Utc>> {
+    let registered = claim
+        .conditions
+        .iter()
+        .find(|c| c.type_ == crate::api::nodeclaim::conditions::REGISTERED);
+    match registered {
+        Some(c) if c.status == "True" => None,
+        Some(c) => {
+            Some(crate::api::time::to_chrono(&c.last_transition_time) + REGISTRATION_TIMEOUT)
+        }
+        None => Some(launched_at + REGISTRATION_TIMEOUT),
+    }
+}
 
 impl<C: Cluster, P: CloudProvider> Controller<C, P> {
     /// Launches what has not launched (a NodeClaim a previous process created, or one
@@ -42,7 +65,8 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                     }
                 }
                 Some(l) => {
-                    if r.node.is_none() && now - l.at >= REGISTRATION_TIMEOUT {
+                    let overdue = registration_deadline(&r.claim, l.at).is_some_and(|t| now >= t);
+                    if r.node.is_none() && overdue {
                         self.delete_nodeclaim(&name, "not registered within 15m (liveness)", now)
                             .await;
                         self.batcher.trigger(now);
@@ -238,5 +262,58 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                 Err(e) => self.error(format!("terminating orphaned instance {id}: {e}")),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::{TimeDelta, TimeZone};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+
+    use super::*;
+    use crate::api::nodepool::NodePool;
+    use crate::cluster::template::nodeclaim_for;
+    use crate::engine::requirements::Requirements;
+    use crate::engine::resources::Resources;
+
+    fn registered(status: &str, at: DateTime<Utc>) -> Condition {
+        Condition {
+            type_: crate::api::nodeclaim::conditions::REGISTERED.into(),
+            status: status.into(),
+            reason: "Test".into(),
+            message: String::new(),
+            observed_generation: None,
+            last_transition_time: crate::api::time::from_chrono(at),
+        }
+    }
+
+    #[test]
+    fn a_nodeclaim_the_cluster_records_as_registered_is_never_timed_out() {
+        let launched = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
+        let pool = NodePool::unconstrained("default");
+        let mut claim = nodeclaim_for(
+            "default-a",
+            &pool,
+            &Requirements::default(),
+            &["m5.large".to_string()],
+            Resources::default(),
+            launched,
+        );
+        // Nothing recorded: 15 minutes from the launch.
+        assert_eq!(
+            registration_deadline(&claim, launched),
+            Some(launched + REGISTRATION_TIMEOUT)
+        );
+        // Registered=True (its Node is only late to reach the watch): no deadline, even
+        // months after the launch.
+        claim.conditions = vec![registered("True", launched)];
+        assert_eq!(registration_deadline(&claim, launched), None);
+        // Registered=Unknown since later: 15 minutes from that transition.
+        let later = launched + TimeDelta::hours(3);
+        claim.conditions = vec![registered("Unknown", later)];
+        assert_eq!(
+            registration_deadline(&claim, launched),
+            Some(later + REGISTRATION_TIMEOUT)
+        );
     }
 }

@@ -406,6 +406,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             self.last_pass = Some((now, self.generation));
             // Every decision is manual here, so nothing is due and nothing runs; any
             // effect a pass returns is dropped all the same.
+            self.disruption.revision = self.generation;
             let _ = self.disruption.tick(&state, now);
             drop(state);
             self.note_drift(now);
