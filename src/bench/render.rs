@@ -13,6 +13,7 @@ use ratatui::backend::TestBackend;
 use serde::Serialize;
 
 use crate::control::controller::Snapshot;
+use crate::tui::app::App;
 use crate::tui::frame;
 use crate::tui::theme::Theme;
 use crate::tui::ui;
@@ -116,24 +117,12 @@ pub fn run(nodes: usize, pods: usize, frames: usize, width: u16, height: u16) ->
             let _ = terminal.draw(|f| ui::draw(f, &mut app));
         }
         let ms_per_frame = ms(t, frames);
-        let rounds = 5;
-        let nexts: Vec<_> = (0..rounds)
-            .map(|_| {
-                round += 1;
-                fresh(base, round)
-            })
-            .collect();
-        let t = Instant::now();
-        for next in nexts {
-            app.on_snapshot(next);
-            let _ = terminal.draw(|f| ui::draw(f, &mut app));
-            app.drawn();
-        }
+        let ms_snapshot_to_frame = snapshots_to_frames(&mut app, &mut terminal, base, &mut round);
         views.push(ViewFigure {
             view: view.slug(),
             ms_per_frame,
             ms_rows,
-            ms_snapshot_to_frame: ms(t, rounds),
+            ms_snapshot_to_frame,
         });
     }
 
@@ -161,20 +150,7 @@ pub fn run(nodes: usize, pods: usize, frames: usize, width: u16, height: u16) ->
     }
     let key_to_frame_ms = ms(t, presses);
 
-    let rounds = 5;
-    let nexts: Vec<_> = (0..rounds)
-        .map(|_| {
-            round += 1;
-            fresh(&snap, round)
-        })
-        .collect();
-    let t = Instant::now();
-    for next in nexts {
-        app.on_snapshot(next);
-        let _ = terminal.draw(|f| ui::draw(f, &mut app));
-        app.drawn();
-    }
-    let snapshot_to_frame_ms = ms(t, rounds);
+    let snapshot_to_frame_ms = snapshots_to_frames(&mut app, &mut terminal, &snap, &mut round);
 
     let busy = busy(presses.min(200), width, height);
     Figures {
@@ -188,6 +164,30 @@ pub fn run(nodes: usize, pods: usize, frames: usize, width: u16, height: u16) ->
         key_to_frame_ms,
         snapshot_to_frame_ms,
     }
+}
+
+/// Mean ms from a new snapshot (each a fresh revision of `base`, so none reads as a
+/// heartbeat) until the shown view's frame is drawn, over five snapshots.
+fn snapshots_to_frames(
+    app: &mut App,
+    terminal: &mut Terminal<TestBackend>,
+    base: &Arc<Snapshot>,
+    round: &mut u64,
+) -> f64 {
+    let rounds = 5;
+    let nexts: Vec<_> = (0..rounds)
+        .map(|_| {
+            *round += 1;
+            fresh(base, *round)
+        })
+        .collect();
+    let t = Instant::now();
+    for next in nexts {
+        app.on_snapshot(next);
+        let _ = terminal.draw(|f| ui::draw(f, app));
+        app.drawn();
+    }
+    ms(t, rounds)
 }
 
 /// The saturated-controller measurement (see `Busy`).
