@@ -185,13 +185,23 @@ fn place(
             }
         }
     }
-    // Planned claims before `start` already hold as many pods of one of the pod's
-    // hostname-limited groups as allowed; they would reject it, so skip them.
+    // Planned claims before `start` are closed or already hold as many pods of one of
+    // the pod's hostname-limited groups as allowed; both stay so for the rest of the
+    // solve (claims never reopen, counts only grow), and either rejects the pod, so the
+    // cursor skips them for good. Past the cursor, a claim the limits block is skipped by
+    // a count lookup instead of a full `try_add`: without both, a group of thousands of
+    // pods retried every claim of its group for every pod (quadratic at 100k pods).
+    let limits = if pinned.disabled {
+        Vec::new()
+    } else {
+        topology.hostname_limits(&w.pod, &inverse)
+    };
     let mut start = 0;
-    for (g, inv, limit) in topology.hostname_limits(&w.pod, &inverse) {
+    for &(g, inv, limit) in &limits {
         let cursor = cursors.entry((g, inv, limit)).or_insert(0);
         while *cursor < claims.len()
-            && topology.hostname_blocked(g, inv, limit, &claims[*cursor].hostname)
+            && (open.binary_search(cursor).is_err()
+                || topology.hostname_blocked(g, inv, limit, &claims[*cursor].hostname))
         {
             *cursor += 1;
         }
@@ -203,6 +213,12 @@ fn place(
     let mut placed = None;
     let mut try_claim = |c: usize, claims: &mut [PlannedClaim], topology: &mut Topology| {
         let claim = &mut claims[c];
+        if limits
+            .iter()
+            .any(|&(g, inv, limit)| topology.hostname_blocked(g, inv, limit, &claim.hostname))
+        {
+            return false;
+        }
         let ok = claim
             .try_add(&templates[claim.template], topology, w, i, &inverse, false)
             .is_ok();

@@ -24,7 +24,8 @@ pub(super) struct ByDomain {
 #[derive(Default)]
 pub(super) struct PinnedClaims {
     pub(super) by_key: HashMap<String, ByDomain>,
-    /// Tests turn the index off to compare with the plain scan of every open claim.
+    /// Tests turn the index off (and the hostname-limit cursors and skips with it) to
+    /// compare with the plain scan of every open claim.
     pub(super) disabled: bool,
 }
 

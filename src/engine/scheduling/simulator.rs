@@ -219,7 +219,8 @@ impl<'a> Simulator<'a> {
     }
 
     /// The same simulator trying every open planned claim in turn (no pinned-domain
-    /// index): the straightforward scan tests compare the indexed one with.
+    /// index, no hostname-limit cursor or skip): the straightforward scan tests compare
+    /// the indexed one with.
     #[cfg(test)]
     pub(super) fn with_plain_claim_scan(mut self) -> Self {
         self.plain_claim_scan = true;
