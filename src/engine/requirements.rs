@@ -164,6 +164,22 @@ impl Requirements {
         self.intersects(other)
     }
 
+    /// Whether a node with these labels meets every requirement, no key left undefined:
+    /// `Requirements::from_labels(labels).compatible(self, &allow_no_undefined)` without
+    /// building the labels' requirements (a disruption pass asks it of every node, and
+    /// the building was most of the drift check). False also where only the full check
+    /// can tell: a deprecated key (`failure-domain.beta...`) that reading the labels
+    /// folds into its stable name. A true answer is always the full check's.
+    pub fn satisfied_by_labels(&self, labels: &BTreeMap<String, String>) -> bool {
+        if labels.keys().any(|k| requirement::normalize_key(k) != k) {
+            return false;
+        }
+        self.items.iter().all(|r| match labels.get(r.key()) {
+            Some(v) => r.has(v),
+            None => is_negative(r.operator()),
+        })
+    }
+
     /// [`Requirements::compatible`] when the reason is not needed.
     pub fn is_compatible(
         &self,

@@ -145,6 +145,9 @@ impl PoolDrift {
         let pool_reqs = self.requirements.as_ref()?;
         // The NodeClaim's labels, as upstream's `areRequirementsDrifted` reads them: a
         // Node whose kubelet registered with fewer labels has not drifted on that account.
+        if pool_reqs.satisfied_by_labels(&node.claim_labels) {
+            return None;
+        }
         let node_reqs = Requirements::from_labels(&node.claim_labels);
         if let Err(e) = node_reqs.compatible(pool_reqs, &allow_no_undefined) {
             return Some(DriftReason::RequirementsDrifted(e.to_string()));

@@ -100,4 +100,33 @@ proptest! {
             prop_assert_eq!(before, after, "{} vs {}", reqs, back);
         }
     }
+
+    #[test]
+    fn labels_satisfy_requirements_exactly_when_the_full_check_says_so(
+        rs in proptest::collection::vec((0usize..3, requirement()), 0..4),
+        ls in proptest::collection::vec((0usize..4, 0usize..PROBES.len()), 0..4),
+    ) {
+        // Keys 0-2 are plain; key 3 is the deprecated zone label, which the quick check
+        // leaves to the full one.
+        let keys = ["example.com/a", "example.com/b", labels::ZONE, labels::ZONE_BETA];
+        let mut specs = Vec::new();
+        for (k, r) in rs {
+            for mut spec in Requirements::from_iter([r]).to_node_selector_requirements() {
+                spec.key = keys[k].to_string();
+                specs.push(spec);
+            }
+        }
+        let reqs = Requirements::from_karpenter(&specs);
+        prop_assert!(reqs.is_ok());
+        let reqs = reqs.unwrap_or_default();
+        let node: BTreeMap<String, String> =
+            ls.into_iter().map(|(k, v)| (keys[k].to_string(), PROBES[v].to_string())).collect();
+        let full = Requirements::from_labels(&node).compatible(&reqs, &allow_no_undefined).is_ok();
+        let quick = reqs.satisfied_by_labels(&node);
+        if node.contains_key(labels::ZONE_BETA) {
+            prop_assert!(!quick || full, "quick said yes, full said no: {} vs {:?}", reqs, node);
+        } else {
+            prop_assert_eq!(quick, full, "{} vs {:?}", reqs, node);
+        }
+    }
 }
