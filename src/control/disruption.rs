@@ -8,8 +8,8 @@ use std::collections::{HashSet, VecDeque};
 
 use chrono::{DateTime, Utc};
 
-use crate::engine::disruption::validation::revalidate;
-use crate::engine::disruption::{self, Command, Options, Pass, Reason};
+use crate::engine::disruption::validation::{revalidate, revalidate_in};
+use crate::engine::disruption::{self, Command, Options, Pass, Prepared, Reason, SimSlot};
 use crate::engine::state::ClusterState;
 
 use super::approvals::{Decision, Gate, GateError, PolicyTable};
@@ -288,8 +288,12 @@ impl DisruptionController {
     }
 
     fn poll(&mut self, state: &ClusterState, now: DateTime<Utc>, pass: bool) -> Vec<Effect> {
+        // One preparation of the state (and one simulator) for every re-validation and
+        // the pass below: they all simulate against the same state.
+        let prepared = Prepared::new(state);
+        let mut slot = None;
         if !pass {
-            let mut effects = self.run_due(state, now);
+            let mut effects = self.run_due(&prepared, &mut slot, now);
             effects.extend(self.advance_in_flight(state, now));
             self.metrics.set_pending(self.gate.pending().count());
             return effects;
@@ -302,7 +306,7 @@ impl DisruptionController {
             .map(|d| (d.id, d.command.clone()))
             .collect();
         for (id, cmd) in pending {
-            if let Err(why) = revalidate(&cmd, state, now, &options) {
+            if let Err(why) = revalidate_in(&cmd, &prepared, &mut slot, now, &options) {
                 self.withdraw(id, &cmd, &why, CONTROLLER, now);
             }
         }
@@ -310,8 +314,9 @@ impl DisruptionController {
         // 2. A pass that leaves held and in-flight nodes alone.
         let mut held = self.gate.held(now);
         held.extend(self.orchestrator.in_flight());
-        let pass = self.planner.plan(
-            state,
+        let pass = self.planner.plan_in(
+            &prepared,
+            &mut slot,
             self.revision,
             now,
             &Options {
@@ -326,7 +331,7 @@ impl DisruptionController {
         }
 
         // 4. Run what may run.
-        let mut effects = self.run_due(state, now);
+        let mut effects = self.run_due(&prepared, &mut slot, now);
         // 5. Advance the commands in flight.
         effects.extend(self.advance_in_flight(state, now));
 
@@ -359,7 +364,12 @@ impl DisruptionController {
         effects
     }
 
-    fn run_due(&mut self, state: &ClusterState, now: DateTime<Utc>) -> Vec<Effect> {
+    fn run_due<'p>(
+        &mut self,
+        prepared: &'p Prepared<'p>,
+        slot: &mut SimSlot<'p>,
+        now: DateTime<Utc>,
+    ) -> Vec<Effect> {
         let mut effects = Vec::new();
         if self.unsynced.is_some() {
             return effects;
@@ -378,7 +388,7 @@ impl DisruptionController {
             let Some(cmd) = self.gate.decision(id).map(|d| d.command.clone()) else {
                 continue;
             };
-            match revalidate(&cmd, state, now, &options) {
+            match revalidate_in(&cmd, prepared, slot, now, &options) {
                 Ok(()) => {
                     if let Ok(d) = self.gate.take(id) {
                         effects.extend(self.execute(d, CONTROLLER, now));

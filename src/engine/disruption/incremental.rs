@@ -35,7 +35,7 @@ use crate::engine::pod::Pod;
 use crate::engine::state::{ClusterState, StateNode};
 
 use super::consolidation::Plan;
-use super::{Block, Options, Pass, Replacement};
+use super::{Block, Options, Pass, Prepared, Replacement, SimSlot};
 
 /// More changed nodes than this and single-node verdicts are not worth sorting out: all go.
 const MAX_CHANGED_NODES: usize = 64;
@@ -123,10 +123,25 @@ impl Planner {
         now: DateTime<Utc>,
         options: &Options,
     ) -> Pass {
+        self.plan_in(&Prepared::new(state), &mut None, revision, now, options)
+    }
+
+    /// [`Planner::plan`] over a state `prepared` for other simulations too (the
+    /// controller's poll re-validates waiting decisions over the same state first), with
+    /// its simulator in `slot`.
+    pub fn plan_in<'p>(
+        &mut self,
+        prepared: &'p Prepared<'p>,
+        slot: &mut SimSlot<'p>,
+        revision: u64,
+        now: DateTime<Utc>,
+        options: &Options,
+    ) -> Pass {
+        let state = prepared.state;
         let knobs = Knobs::of(options);
         let same_knobs = self.world.as_ref().is_some_and(|w| w.knobs == knobs);
         if self.revision != Some(revision) || !same_knobs {
-            self.refresh(state, knobs);
+            self.refresh(state, prepared.pods_by_node(), knobs);
             self.revision = Some(revision);
             self.last = None;
         }
@@ -135,7 +150,7 @@ impl Planner {
         }
         self.cache.simulated = 0;
         self.cache.carried = 0;
-        let pass = super::plan_with(state, now, options, &mut self.cache);
+        let pass = super::plan_with(prepared, slot, now, options, &mut self.cache);
         self.stats.simulated += self.cache.simulated;
         self.stats.carried += self.cache.carried;
         self.last = Some((options.clone(), pass.clone()));
@@ -184,12 +199,11 @@ impl Planner {
     }
 
     /// Looks at the state anew and drops the verdicts its changes could have altered.
-    fn refresh(&mut self, state: &ClusterState, knobs: Knobs) {
-        let pods_by_node = state.pods_by_node();
-        let world = World::of(state, &pods_by_node, knobs);
+    fn refresh(&mut self, state: &ClusterState, pods_by_node: &[Vec<usize>], knobs: Knobs) {
+        let world = World::of(state, pods_by_node, knobs);
         match self.world.take() {
             None => self.cache.clear(),
-            Some(old) => prune(&mut self.cache, &old, &world, state, &pods_by_node),
+            Some(old) => prune(&mut self.cache, &old, &world, state, pods_by_node),
         }
         self.world = Some(world);
     }

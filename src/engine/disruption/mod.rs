@@ -37,7 +37,7 @@ use command::command;
 pub use command::{CandidateSummary, Command, Event, Replacement, ReplacementOption};
 pub use incremental::Planner;
 pub use outcome::{Block, Method, Outcome, Reason};
-pub use sim_input::{Movers, SimInput, moving_pods, pending_pods};
+pub use sim_input::{Movers, Prepared, SimInput, SimSlot, moving_pods, pending_pods};
 
 /// Upstream caps multi-node consolidation at the 100 cheapest candidates.
 pub const MAX_MULTI_NODE_CANDIDATES: usize = 100;
@@ -179,29 +179,31 @@ impl Soonest {
     }
 }
 
-/// The pass's simulator, built on the first verdict the cache does not hold.
-fn simulator<'s, 'a>(
-    slot: &'s mut Option<crate::engine::scheduling::Simulator<'a>>,
-    input: &'a SimInput<'a>,
-) -> &'s mut crate::engine::scheduling::Simulator<'a> {
-    slot.get_or_insert_with(|| crate::engine::scheduling::Simulator::new(&input.input))
-}
-
 /// Runs one disruption pass over the state at `now`, simulating everything afresh (a
 /// [`Planner`] carries simulations over from pass to pass and says the same).
 pub fn plan(state: &ClusterState, now: DateTime<Utc>, options: &Options) -> Pass {
-    plan_with(state, now, options, &mut incremental::Verdicts::default())
+    plan_with(
+        &Prepared::new(state),
+        &mut None,
+        now,
+        options,
+        &mut incremental::Verdicts::default(),
+    )
 }
 
 /// A pass that takes the simulation verdicts `cache` holds and adds those it computes.
-fn plan_with(
-    state: &ClusterState,
+/// The simulator in `slot` is built on the first verdict the cache does not hold, unless
+/// an earlier simulation over the same `prepared` state built it already.
+fn plan_with<'p>(
+    prepared: &'p Prepared<'p>,
+    slot: &mut SimSlot<'p>,
     now: DateTime<Utc>,
     options: &Options,
     cache: &mut incremental::Verdicts,
 ) -> Pass {
+    let state = prepared.state;
     let budgets = evaluate_budgets(state, now, &options.reserved);
-    let pods_by_node = state.pods_by_node();
+    let pods_by_node = prepared.pods_by_node();
     let pdbs = PdbIndex::new(&state.pdbs);
     let pool_drift: HashMap<&str, drift::PoolDrift> = state
         .nodepools
@@ -323,25 +325,16 @@ fn plan_with(
         nodeclaim: claim.clone(),
     });
 
-    // Built on the first verdict the cache does not hold: a pass over an unchanged
-    // cluster simulates nothing.
-    let sim_cell = std::cell::OnceCell::new();
-    let sim_input = || sim_cell.get_or_init(|| SimInput::new(state, &pods_by_node));
-    let mut sim_slot: Option<crate::engine::scheduling::Simulator> = None;
-    let pending = pending_pods(state);
-    let moving = moving_pods(&pending);
-    let movers = || Movers {
-        sim_input: sim_input(),
-        pending: &pending,
-        moving: &moving,
-    };
+    // The simulator and its input are built on the first verdict the cache does not
+    // hold: a pass over an unchanged cluster simulates nothing.
+    let movers = || prepared.movers();
     let pool_of = |c: &Candidate| &state.nodepools[&state.nodes[c.node].nodepool];
     let static_block = |c: &Candidate| {
         pool_of(c).spec.replicas.map(|_| Block::StaticNodePool {
             nodepool: node(c).nodepool.clone(),
         })
     };
-    let balanced_totals = balanced::pool_totals(state, &pods_by_node);
+    let balanced_totals = balanced::pool_totals(state, pods_by_node);
 
     // 1. Emptiness: every empty, consolidatable, unblocked candidate within budget. It
     // simulates nothing, so a scale-up in progress does not hold it.
@@ -445,7 +438,7 @@ fn plan_with(
             (&mut cache.simulated, &mut cache.carried),
             name.clone(),
             || {
-                let sim = simulator(&mut sim_slot, sim_input());
+                let sim = prepared.simulator(slot);
                 drift::replacements(sim, state, c, &movers())
             },
         ) {
@@ -541,7 +534,7 @@ fn plan_with(
                 (&mut cache.simulated, &mut cache.carried),
                 set_key,
                 || {
-                    let sim = simulator(&mut sim_slot, sim_input());
+                    let sim = prepared.simulator(slot);
                     consolidation::evaluate(
                         sim,
                         state,
@@ -644,7 +637,7 @@ fn plan_with(
             (&mut cache.simulated, &mut cache.carried),
             name.clone(),
             || {
-                let sim = simulator(&mut sim_slot, sim_input());
+                let sim = prepared.simulator(slot);
                 consolidation::evaluate(
                     sim,
                     state,

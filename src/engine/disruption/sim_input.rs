@@ -3,11 +3,12 @@
 //! simulation must place besides a command's candidates (upstream `SimulateScheduling`:
 //! pending pods and the pods of nodes already going away).
 
+use std::cell::OnceCell;
 use std::collections::{HashMap, HashSet};
 
-use crate::engine::pod::PodKey;
+use crate::engine::pod::{Pod, PodKey};
 use crate::engine::resources::Resources;
-use crate::engine::scheduling::{BoundPod, NodeInput, PoolInput, SolveInput};
+use crate::engine::scheduling::{BoundPod, NodeInput, PoolInput, Simulator, SolveInput};
 use crate::engine::state::ClusterState;
 
 /// The scheduling input of a pass: every pool, every node not being deleted (uninitialized
@@ -102,6 +103,71 @@ impl<'a> SimInput<'a> {
         })
     }
 }
+
+/// What every simulation against one state shares, each part built on first use: the
+/// pods by node, the scheduling input, the pods every simulation places. A controller
+/// poll re-validates the waiting decisions and runs a pass over the same state; one
+/// `Prepared` (and one [`Simulator`] over it, see [`Prepared::simulator`]) serves them
+/// all. Building these for each of them was a fifth of a simulated day, more than the
+/// simulations themselves.
+pub struct Prepared<'s> {
+    pub state: &'s ClusterState,
+    pods_by_node: OnceCell<Vec<Vec<usize>>>,
+    sim_input: OnceCell<SimInput<'s>>,
+    pending: OnceCell<Vec<&'s Pod>>,
+    moving: OnceCell<HashSet<&'s PodKey>>,
+}
+
+impl<'s> Prepared<'s> {
+    pub fn new(state: &'s ClusterState) -> Prepared<'s> {
+        Prepared {
+            state,
+            pods_by_node: OnceCell::new(),
+            sim_input: OnceCell::new(),
+            pending: OnceCell::new(),
+            moving: OnceCell::new(),
+        }
+    }
+
+    /// [`ClusterState::pods_by_node`], once.
+    pub fn pods_by_node(&self) -> &[Vec<usize>] {
+        self.pods_by_node.get_or_init(|| self.state.pods_by_node())
+    }
+
+    /// The scheduling input of the state, once.
+    pub fn sim_input(&self) -> &SimInput<'s> {
+        self.sim_input
+            .get_or_init(|| SimInput::new(self.state, self.pods_by_node()))
+    }
+
+    /// [`pending_pods`], once.
+    pub fn pending(&self) -> &[&'s Pod] {
+        self.pending.get_or_init(|| pending_pods(self.state))
+    }
+
+    /// [`moving_pods`] of the pending pods, once.
+    pub fn moving(&self) -> &HashSet<&'s PodKey> {
+        self.moving.get_or_init(|| moving_pods(self.pending()))
+    }
+
+    /// What a consolidation simulation moves besides the candidates' pods.
+    pub fn movers(&self) -> Movers<'_> {
+        Movers {
+            sim_input: self.sim_input(),
+            pending: self.pending(),
+            moving: self.moving(),
+        }
+    }
+
+    /// The simulator over this state in `slot`, built there on first use. Its runs leave
+    /// it as they found it, so every simulation over the state can share it.
+    pub fn simulator<'a, 'p>(&'p self, slot: &'a mut SimSlot<'p>) -> &'a mut Simulator<'p> {
+        slot.get_or_insert_with(|| Simulator::new(&self.sim_input().input))
+    }
+}
+
+/// Where a [`Prepared`] state's simulator lives once built (beside it, as it borrows it).
+pub type SimSlot<'p> = Option<Simulator<'p>>;
 
 /// Pods that will need capacity whatever the pass decides: pending pods the provisioner
 /// would schedule, and pods on nodes being deleted or marked for deletion by a command in

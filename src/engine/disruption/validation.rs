@@ -11,14 +11,10 @@ use std::collections::BTreeSet;
 
 use chrono::{DateTime, Utc};
 
-use crate::engine::scheduling::Simulator;
 use crate::engine::state::{ClusterState, is_reschedulable};
 
 use super::candidates::{self, Candidate, PdbIndex};
-use super::{
-    Command, Method, Movers, Options, SimInput, consolidation, evaluate_budgets, moving_pods,
-    pending_pods,
-};
+use super::{Command, Method, Options, Prepared, SimSlot, consolidation, evaluate_budgets};
 
 /// Checks the command against the state at `now`; the error says what changed.
 pub fn revalidate(
@@ -27,7 +23,21 @@ pub fn revalidate(
     now: DateTime<Utc>,
     options: &Options,
 ) -> Result<(), String> {
-    let pods_by_node = state.pods_by_node();
+    revalidate_in(cmd, &Prepared::new(state), &mut None, now, options)
+}
+
+/// [`revalidate`] against a state `prepared` for other simulations too (a poll checks
+/// every waiting decision and runs a pass over the same state), with its simulator in
+/// `slot`.
+pub fn revalidate_in<'p>(
+    cmd: &Command,
+    prepared: &'p Prepared<'p>,
+    slot: &mut SimSlot<'p>,
+    now: DateTime<Utc>,
+    options: &Options,
+) -> Result<(), String> {
+    let state = prepared.state;
+    let pods_by_node = prepared.pods_by_node();
     let index = state.node_index();
     let pdbs = PdbIndex::new(&state.pdbs);
     let mut cands: Vec<Candidate> = Vec::new();
@@ -113,17 +123,10 @@ pub fn revalidate(
     match cmd.method {
         Method::Expiration | Method::Emptiness => Ok(()),
         Method::Drift => {
-            let sim_input = SimInput::new(state, &pods_by_node);
-            let mut sim = Simulator::new(&sim_input.input);
-            let pending = pending_pods(state);
-            let moving = moving_pods(&pending);
-            let movers = Movers {
-                sim_input: &sim_input,
-                pending: &pending,
-                moving: &moving,
-            };
+            let movers = prepared.movers();
+            let sim = prepared.simulator(slot);
             for c in &cands {
-                match super::drift::replacements(&mut sim, state, c, &movers) {
+                match super::drift::replacements(sim, state, c, &movers) {
                     Ok(_) => {}
                     Err(super::Block::PodsWouldNotFit { pod, why }) => {
                         return Err(format!("pods would no longer fit: {pod} ({why})"));
@@ -134,18 +137,10 @@ pub fn revalidate(
             Ok(())
         }
         Method::MultiNodeConsolidation | Method::SingleNodeConsolidation => {
-            let sim_input = SimInput::new(state, &pods_by_node);
-            let mut sim = Simulator::new(&sim_input.input);
             let refs: Vec<&Candidate> = cands.iter().collect();
-            let pending = pending_pods(state);
-            let moving = moving_pods(&pending);
-            let movers = Movers {
-                sim_input: &sim_input,
-                pending: &pending,
-                moving: &moving,
-            };
+            let movers = prepared.movers();
             let plan = consolidation::evaluate(
-                &mut sim,
+                prepared.simulator(slot),
                 state,
                 &refs,
                 &movers,
@@ -153,7 +148,7 @@ pub fn revalidate(
                 true,
             )
             .and_then(|p| {
-                let totals = super::balanced::pool_totals(state, &pods_by_node);
+                let totals = super::balanced::pool_totals(state, pods_by_node);
                 super::balanced::approve(state, &refs, p.savings, &totals).map(|_| p)
             })
             .map_err(|b| format!("a fresh simulation disagrees: {b}"))?;
