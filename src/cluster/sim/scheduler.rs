@@ -48,7 +48,7 @@ impl SimCluster {
             }
             let mut node = NodeInput {
                 name: n.object.name.clone(),
-                labels: n.object.labels.clone(),
+                labels: std::borrow::Cow::Borrowed(&n.object.labels),
                 taints: n.object.taints.clone(),
                 allocatable: n.object.allocatable.clone(),
                 requested: Resources::default(),

@@ -70,7 +70,7 @@ impl<'a> SimInput<'a> {
             index[i] = Some(input.nodes.len());
             input.nodes.push(NodeInput {
                 name: n.name.clone(),
-                labels: n.labels.clone(),
+                labels: std::borrow::Cow::Borrowed(&n.labels),
                 taints: n.taints.clone(),
                 allocatable: n.allocatable.clone(),
                 requested,

@@ -21,6 +21,7 @@ mod simulator;
 pub mod template;
 pub mod topology;
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
@@ -65,9 +66,11 @@ pub struct PoolInput<'a> {
 
 /// A node (or launched, not yet registered NodeClaim) pods may be placed on.
 #[derive(Clone, Debug)]
-pub struct NodeInput {
+pub struct NodeInput<'a> {
     pub name: String,
-    pub labels: BTreeMap<String, String>,
+    /// Borrowed from the cluster state where the caller has it: a disruption poll builds
+    /// the input of every node, and copying each node's labels was most of that.
+    pub labels: Cow<'a, BTreeMap<String, String>>,
     pub taints: Vec<Taint>,
     pub allocatable: Resources,
     /// Requests of pods bound or nominated to it (DaemonSet pods included).
@@ -80,7 +83,7 @@ pub struct NodeInput {
 #[derive(Clone, Debug, Default)]
 pub struct SolveInput<'a> {
     pub pools: Vec<PoolInput<'a>>,
-    pub nodes: Vec<NodeInput>,
+    pub nodes: Vec<NodeInput<'a>>,
     /// DaemonSet pod templates (their requests are every new node's overhead).
     pub daemonsets: Vec<Pod>,
     /// Pods already bound, with their node's labels and taints: they count toward topology.
@@ -395,12 +398,14 @@ fn finalize(
 }
 
 /// Every value each topology key can take: from the pools' instance types (labels and
-/// available offerings' zones) and from existing nodes' labels.
+/// available offerings' zones) and from existing nodes' labels. Collected as borrowed
+/// text first: nodes share most label values, and a simulator is built per disruption
+/// poll, so each distinct value is copied once rather than once per node.
 fn domain_universe(
     templates: &[Template],
     nodes: &[NodeInput],
 ) -> HashMap<String, BTreeSet<String>> {
-    let mut domains: HashMap<String, BTreeSet<String>> = HashMap::new();
+    let mut domains: HashMap<&str, BTreeSet<&str>> = HashMap::new();
     for t in templates {
         for o in &t.options {
             for r in o.requirements.iter() {
@@ -410,21 +415,26 @@ fn domain_universe(
                 let allowed = t.requirements.get(r.key());
                 for v in r.values() {
                     if allowed.is_none_or(|a| a.has(v)) {
-                        domains
-                            .entry(r.key().to_string())
-                            .or_default()
-                            .insert(v.clone());
+                        domains.entry(r.key()).or_default().insert(v.as_str());
                     }
                 }
             }
         }
     }
     for n in nodes {
-        for (k, v) in &n.labels {
-            domains.entry(k.clone()).or_default().insert(v.clone());
+        for (k, v) in n.labels.iter() {
+            domains.entry(k.as_str()).or_default().insert(v.as_str());
         }
     }
     domains
+        .into_iter()
+        .map(|(k, vs)| {
+            (
+                k.to_string(),
+                vs.into_iter().map(str::to_string).collect::<BTreeSet<_>>(),
+            )
+        })
+        .collect()
 }
 
 #[cfg(test)]
