@@ -275,7 +275,7 @@ impl World {
             })
             .collect();
         let pending = super::pending_pods(state);
-        let mut h = std::collections::hash_map::DefaultHasher::new();
+        let mut h = fingerprint_hasher();
         for p in &pending {
             hash_pod(p, &mut h);
         }
@@ -403,7 +403,7 @@ fn has_topology(p: &Pod) -> bool {
 }
 
 fn node_image(n: &StateNode, pods: &[usize], state: &ClusterState) -> NodeImage {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
+    let mut h = fingerprint_hasher();
     n.name.hash(&mut h);
     n.nodeclaim.hash(&mut h);
     n.nodepool.hash(&mut h);
@@ -434,6 +434,13 @@ fn node_image(n: &StateNode, pods: &[usize], state: &ClusterState) -> NodeImage 
             .collect(),
         anti,
     }
+}
+
+/// The hasher of fingerprints: every pod of every node is hashed at each refresh, so a
+/// fast one (foldhash, fixed seed: fingerprints are only compared within the process).
+fn fingerprint_hasher() -> impl Hasher {
+    use std::hash::BuildHasher;
+    foldhash::fast::FixedState::default().build_hasher()
 }
 
 fn hash_taint(t: &Taint, h: &mut impl Hasher) {
