@@ -2,6 +2,8 @@
 //! planned in this round whose instance-type options still fit everything added to it.
 //! Mirrors upstream `ExistingNode.Add` and `NodeClaim.Add` with their failure reasons.
 
+use std::sync::Arc;
+
 use crate::api::labels;
 use crate::api::nodeclaim::Taint;
 use crate::engine::pod::HostPort;
@@ -16,7 +18,9 @@ use super::topology::Topology;
 #[derive(Clone, Debug)]
 pub struct ExistingSlot {
     pub name: String,
-    pub requirements: Requirements,
+    /// The node's labels as requirements, shared with the node's earlier simulators
+    /// while its labels stay the same (see `simulator::node_requirements`).
+    pub requirements: Arc<Requirements>,
     pub taints: Vec<Taint>,
     /// Allocatable minus what bound and nominated pods request.
     pub available: Resources,

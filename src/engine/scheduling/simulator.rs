@@ -1,5 +1,6 @@
 //! A solve prepared once and run many times (see [`Simulator`]).
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
@@ -45,6 +46,40 @@ pub struct Simulator<'a> {
     skip: Vec<bool>,
     /// Tests only: try every open planned claim, without the pinned-domain index.
     plain_claim_scan: bool,
+}
+
+thread_local! {
+    /// Each existing node's labels as requirements, by node name, with the labels they
+    /// were built from. A simulator is built per disruption poll and per scheduling
+    /// round, and building every node's requirements again was most of that, while a
+    /// node's labels rarely change. An entry is used only when the labels are equal, so
+    /// the memo never changes an answer; it keeps the nodes of the last simulator only.
+    static NODE_REQUIREMENTS: RefCell<HashMap<String, (BTreeMap<String, String>, Arc<Requirements>)>> =
+        RefCell::new(HashMap::new());
+}
+
+/// The requirements of each node's labels, in `nodes` order (see `NODE_REQUIREMENTS`).
+fn node_requirements(nodes: &[super::NodeInput]) -> Vec<Arc<Requirements>> {
+    NODE_REQUIREMENTS.with_borrow_mut(|memo| {
+        let mut next = HashMap::with_capacity(nodes.len());
+        let out = nodes
+            .iter()
+            .map(|n| {
+                let entry = match memo.remove(&n.name) {
+                    Some((labels, r)) if labels == *n.labels => (labels, r),
+                    _ => (
+                        n.labels.clone().into_owned(),
+                        Arc::new(Requirements::from_labels(&n.labels)),
+                    ),
+                };
+                let r = Arc::clone(&entry.1);
+                next.insert(n.name.clone(), entry);
+                r
+            })
+            .collect();
+        *memo = next;
+        out
+    })
 }
 
 /// Existing nodes by the value of a topology key, built per key on first use: a pod
@@ -132,6 +167,7 @@ impl<'a> Simulator<'a> {
         let mut by_slot: Vec<usize> = (0..input.nodes.len()).collect();
         by_slot.sort_by(|&a, &b| input.nodes[b].initialized.cmp(&input.nodes[a].initialized));
         let mut node_slot = vec![0; input.nodes.len()];
+        let requirements = node_requirements(&input.nodes);
         let slots: Vec<ExistingSlot> = by_slot
             .iter()
             .enumerate()
@@ -142,7 +178,7 @@ impl<'a> Simulator<'a> {
                 available.sub(&n.requested);
                 ExistingSlot {
                     name: n.name.clone(),
-                    requirements: Requirements::from_labels(&n.labels),
+                    requirements: Arc::clone(&requirements[i]),
                     taints: n.taints.clone(),
                     available,
                     host_ports: n.host_ports.clone(),
