@@ -240,22 +240,17 @@ impl ClusterState {
             .collect()
     }
 
-    /// Pods per node (indices into `pods`, in `pods` order), for every node in `nodes`.
-    /// Pods name their node by its Node name.
-    ///
-    /// Every disruption pass, re-validation and Nodes view rebuild starts here, with one
-    /// lookup per pod (50,000 at the benchmark's scale), so the index hashes with
-    /// foldhash rather than SipHash (no untrusted keys choose where they land here) and
-    /// each list is allocated once at its final size.
-    pub fn pods_by_node(&self) -> Vec<Vec<usize>> {
+    /// Per pod (in `pods` order), the index in `nodes` of the node it is bound to, or
+    /// `u32::MAX` when it is bound to none of them: the one lookup from a pod's Node
+    /// name to its node, for callers that fold over pods without lists per node.
+    pub fn pod_nodes(&self) -> Vec<u32> {
         let index: HashMap<&str, u32, foldhash::fast::FixedState> = self
             .nodes
             .iter()
             .enumerate()
             .map(|(i, n)| (n.name.as_str(), i as u32))
             .collect();
-        let at: Vec<u32> = self
-            .pods
+        self.pods
             .iter()
             .map(|p| {
                 p.node_name
@@ -264,7 +259,18 @@ impl ClusterState {
                     .copied()
                     .unwrap_or(u32::MAX)
             })
-            .collect();
+            .collect()
+    }
+
+    /// Pods per node (indices into `pods`, in `pods` order), for every node in `nodes`.
+    /// Pods name their node by its Node name.
+    ///
+    /// Every disruption pass, re-validation and Nodes view rebuild starts here, with one
+    /// lookup per pod (50,000 at the benchmark's scale), so the index hashes with
+    /// foldhash rather than SipHash (no untrusted keys choose where they land here) and
+    /// each list is allocated once at its final size.
+    pub fn pods_by_node(&self) -> Vec<Vec<usize>> {
+        let at = self.pod_nodes();
         let mut counts = vec![0usize; self.nodes.len()];
         for &n in &at {
             if let Some(c) = counts.get_mut(n as usize) {

@@ -149,28 +149,24 @@ pub fn drift_of(s: &Snapshot, n: &StateNode) -> Option<String> {
 
 /// Per node: requested resources and workload pods (DaemonSet pods count toward the
 /// requests, not toward "draining").
+///
+/// One fold over the pods (no list per node): it runs for every new snapshot.
 fn usage(s: &Snapshot) -> Vec<(Resources, usize, usize)> {
-    let by_node = s.state.pods_by_node();
-    by_node
-        .iter()
-        .map(|idx| {
-            let mut r = Resources::default();
-            let mut workload = 0;
-            let mut count = 0;
-            for &i in idx {
-                let p = &s.state.pods[i];
-                if p.is_terminal() {
-                    continue;
-                }
-                r.add(&p.requests);
-                count += 1;
-                if !p.is_daemonset() && !p.is_static() {
-                    workload += 1;
-                }
-            }
-            (r, count, workload)
-        })
-        .collect()
+    let mut out = vec![(Resources::default(), 0, 0); s.state.nodes.len()];
+    for (p, &n) in s.state.pods.iter().zip(&s.state.pod_nodes()) {
+        let Some((r, count, workload)) = out.get_mut(n as usize) else {
+            continue;
+        };
+        if p.is_terminal() {
+            continue;
+        }
+        r.add(&p.requests);
+        *count += 1;
+        if !p.is_daemonset() && !p.is_static() {
+            *workload += 1;
+        }
+    }
+    out
 }
 
 fn capacity(c: CapacityType) -> &'static str {
