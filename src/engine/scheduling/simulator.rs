@@ -54,9 +54,11 @@ thread_local! {
     /// round, and building every node's requirements again was most of that, while a
     /// node's labels rarely change. An entry is used only when the labels are equal, so
     /// the memo never changes an answer; it keeps the nodes of the last simulator only.
-    static NODE_REQUIREMENTS: RefCell<HashMap<String, (BTreeMap<String, String>, Arc<Requirements>)>> =
-        RefCell::new(HashMap::new());
+    static NODE_REQUIREMENTS: RefCell<RequirementsMemo> = RefCell::new(HashMap::new());
 }
+
+/// Node name -> the labels and the requirements built from them.
+type RequirementsMemo = HashMap<String, (BTreeMap<String, String>, Arc<Requirements>)>;
 
 /// The requirements of each node's labels, in `nodes` order (see `NODE_REQUIREMENTS`).
 fn node_requirements(nodes: &[super::NodeInput]) -> Vec<Arc<Requirements>> {
