@@ -242,7 +242,10 @@ impl ClusterState {
 
     /// Per pod (in `pods` order), the index in `nodes` of the node it is bound to, or
     /// `u32::MAX` when it is bound to none of them: the one lookup from a pod's Node
-    /// name to its node, for callers that fold over pods without lists per node.
+    /// name to its node, for callers that fold over pods without lists per node. Every
+    /// disruption pass, re-validation and Nodes view rebuild starts here, with one lookup
+    /// per pod (50,000 at the benchmark's scale), so the index hashes with foldhash
+    /// rather than SipHash (no untrusted keys choose where they land here).
     pub fn pod_nodes(&self) -> Vec<u32> {
         let index: HashMap<&str, u32, foldhash::fast::FixedState> = self
             .nodes
@@ -263,12 +266,8 @@ impl ClusterState {
     }
 
     /// Pods per node (indices into `pods`, in `pods` order), for every node in `nodes`.
-    /// Pods name their node by its Node name.
-    ///
-    /// Every disruption pass, re-validation and Nodes view rebuild starts here, with one
-    /// lookup per pod (50,000 at the benchmark's scale), so the index hashes with
-    /// foldhash rather than SipHash (no untrusted keys choose where they land here) and
-    /// each list is allocated once at its final size.
+    /// Pods name their node by its Node name ([`ClusterState::pod_nodes`]); each list is
+    /// allocated once at its final size.
     pub fn pods_by_node(&self) -> Vec<Vec<usize>> {
         let at = self.pod_nodes();
         let mut counts = vec![0usize; self.nodes.len()];
