@@ -99,13 +99,16 @@ fn drifted_condition(tmux: &Tmux, node: &str) -> String {
     let screen = tmux.wait_for("the detail pane's conditions", PATIENCE, |s| {
         s.contains("Conditions") && s.contains("Initialized")
     });
+    // One Escape per screen change: two ESC bytes arriving in one read are a single
+    // Esc key to crossterm's parser (ESC ESC), so the second press would be lost.
     tmux.key("Escape");
+    tmux.wait_for("the detail pane closed", PATIENCE, |s| {
+        !s.contains("Conditions")
+    });
     tmux.key("Escape");
-    tmux.wait_for(
-        "the detail pane closed, the filter cleared",
-        PATIENCE,
-        |s| !s.contains("Conditions") && NODES.iter().all(|n| s.contains(n.node)),
-    );
+    tmux.wait_for("the filter cleared", PATIENCE, |s| {
+        NODES.iter().all(|n| s.contains(n.node))
+    });
     screen
         .lines()
         .find(|l| l.contains("Drifted") && (l.contains("True") || l.contains("False")))
