@@ -87,21 +87,30 @@ impl Selector {
     }
 }
 
+type LabelMap<V> = HashMap<String, V, foldhash::fast::RandomState>;
+
 /// Items (the caller's indices) by label key and value. Lookups borrow the key and value,
 /// so a hot loop asking "who carries app=web" allocates nothing.
 #[derive(Clone, Debug, Default)]
 pub struct LabelIndex {
-    map: HashMap<String, HashMap<String, Vec<usize>>>,
+    /// foldhash (randomly seeded) rather than SipHash: every pod of a disruption poll is
+    /// looked up here, label by label, for the PDBs and topology groups selecting it.
+    map: LabelMap<LabelMap<Vec<usize>>>,
 }
 
 impl LabelIndex {
+    /// Copies the key and value only the first time each is seen.
     pub fn insert(&mut self, key: &str, value: &str, item: usize) {
-        self.map
-            .entry(key.to_string())
-            .or_default()
-            .entry(value.to_string())
-            .or_default()
-            .push(item);
+        let values = match self.map.get_mut(key) {
+            Some(values) => values,
+            None => self.map.entry(key.to_string()).or_default(),
+        };
+        match values.get_mut(value) {
+            Some(items) => items.push(item),
+            None => {
+                values.insert(value.to_string(), vec![item]);
+            }
+        }
     }
 
     /// Indexes every label of an object.

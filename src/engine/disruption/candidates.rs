@@ -125,12 +125,13 @@ fn positive_duration(v: &str) -> Result<TimeDelta, String> {
 /// pass: 50,000 pods against hundreds of PDBs look at a handful each.
 pub struct PdbIndex<'a> {
     pdbs: &'a [Pdb],
-    by_namespace: HashMap<&'a str, SelectorIndex>,
+    /// foldhash: one lookup per pod of every candidate node, each poll.
+    by_namespace: HashMap<&'a str, SelectorIndex, foldhash::fast::RandomState>,
 }
 
 impl<'a> PdbIndex<'a> {
     pub fn new(pdbs: &'a [Pdb]) -> Self {
-        let mut by_namespace: HashMap<&str, SelectorIndex> = HashMap::new();
+        let mut by_namespace: HashMap<&str, SelectorIndex, _> = HashMap::default();
         for (i, p) in pdbs.iter().enumerate() {
             by_namespace
                 .entry(p.namespace.as_str())

@@ -14,6 +14,7 @@
 
 pub mod benchmark;
 mod claim;
+mod node_memo;
 mod pinned_claims;
 mod preferences;
 mod queue;
@@ -398,13 +399,13 @@ fn finalize(
 }
 
 /// Every value each topology key can take: from the pools' instance types (labels and
-/// available offerings' zones) and from existing nodes' labels. Collected as borrowed
-/// text first: nodes share most label values, and a simulator is built per disruption
-/// poll, so each distinct value is copied once rather than once per node.
+/// available offerings' zones) and from existing nodes' labels (`nodes`, kept up to date
+/// across simulators by the node memo). The pools' part is collected as borrowed text and
+/// copied once per distinct value; a key only nodes carry shares the memo's set.
 fn domain_universe(
     templates: &[Template],
-    nodes: &[NodeInput],
-) -> HashMap<String, BTreeSet<String>> {
+    mut nodes: node_memo::NodeDomains,
+) -> HashMap<String, Arc<BTreeSet<String>>> {
     let mut domains: HashMap<&str, BTreeSet<&str>> = HashMap::new();
     for t in templates {
         for o in &t.options {
@@ -421,20 +422,19 @@ fn domain_universe(
             }
         }
     }
-    for n in nodes {
-        for (k, v) in n.labels.iter() {
-            domains.entry(k.as_str()).or_default().insert(v.as_str());
-        }
+    for (k, vs) in domains {
+        let set = match nodes.get(k) {
+            Some(on_nodes) if vs.iter().all(|v| on_nodes.contains(*v)) => continue,
+            Some(on_nodes) => {
+                let mut all = (**on_nodes).clone();
+                all.extend(vs.into_iter().map(str::to_string));
+                all
+            }
+            None => vs.into_iter().map(str::to_string).collect(),
+        };
+        nodes.insert(k.to_string(), Arc::new(set));
     }
-    domains
-        .into_iter()
-        .map(|(k, vs)| {
-            (
-                k.to_string(),
-                vs.into_iter().map(str::to_string).collect::<BTreeSet<_>>(),
-            )
-        })
-        .collect()
+    nodes
 }
 
 #[cfg(test)]

@@ -1,15 +1,13 @@
 //! A solve prepared once and run many times (see [`Simulator`]).
 
-use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use crate::api::nodeclaim::TaintEffect;
 use crate::engine::pod::Pod;
-use crate::engine::requirements::Requirements;
 use crate::engine::resources::Resources;
-use crate::engine::selector::LabelIndex;
 
+use super::node_memo::node_derived;
 use super::{
     BoundPod, ExistingSlot, Limits, MinValuesPolicy, Nomination, PlannedClaim, Results, SolveInput,
     Template, Topology, WorkPod, domain_universe, finalize, place, queue, topology,
@@ -36,9 +34,11 @@ pub struct Simulator<'a> {
     base: Topology,
     /// Groups counted over every bound pod, by constraint, filled on first use.
     group_cache: HashMap<topology::GroupKey, topology::Group>,
-    /// Bound pods (indices into `input.bound`) by label, so counting a group whose
-    /// selector requires a label visits only the pods that carry it.
-    bound_by_label: LabelIndex,
+    /// Bound pods (indices into `input.bound`) by label value, per label key, so
+    /// counting a group whose selector requires a label visits only the pods that carry
+    /// it. Built per key on first use, over borrowed text: indexing every label of every
+    /// bound pod (tens of thousands of copied strings) was a tenth of a simulated day.
+    bound_by_label: HashMap<String, HashMap<&'a str, Vec<usize>>>,
     slot_index: SlotIndex,
     /// Per template, per option: the cheapest offering the pool allows, USD/h.
     option_prices: Vec<Vec<f64>>,
@@ -46,42 +46,6 @@ pub struct Simulator<'a> {
     skip: Vec<bool>,
     /// Tests only: try every open planned claim, without the pinned-domain index.
     plain_claim_scan: bool,
-}
-
-thread_local! {
-    /// Each existing node's labels as requirements, by node name, with the labels they
-    /// were built from. A simulator is built per disruption poll and per scheduling
-    /// round, and building every node's requirements again was most of that, while a
-    /// node's labels rarely change. An entry is used only when the labels are equal, so
-    /// the memo never changes an answer; it keeps the nodes of the last simulator only.
-    static NODE_REQUIREMENTS: RefCell<RequirementsMemo> = RefCell::new(HashMap::new());
-}
-
-/// Node name -> the labels and the requirements built from them.
-type RequirementsMemo = HashMap<String, (BTreeMap<String, String>, Arc<Requirements>)>;
-
-/// The requirements of each node's labels, in `nodes` order (see `NODE_REQUIREMENTS`).
-fn node_requirements(nodes: &[super::NodeInput]) -> Vec<Arc<Requirements>> {
-    NODE_REQUIREMENTS.with_borrow_mut(|memo| {
-        let mut next = HashMap::with_capacity(nodes.len());
-        let out = nodes
-            .iter()
-            .map(|n| {
-                let entry = match memo.remove(&n.name) {
-                    Some((labels, r)) if labels == *n.labels => (labels, r),
-                    _ => (
-                        n.labels.clone().into_owned(),
-                        Arc::new(Requirements::from_labels(&n.labels)),
-                    ),
-                };
-                let r = Arc::clone(&entry.1);
-                next.insert(n.name.clone(), entry);
-                r
-            })
-            .collect();
-        *memo = next;
-        out
-    })
 }
 
 /// Existing nodes by the value of a topology key, built per key on first use: a pod
@@ -159,7 +123,8 @@ impl<'a> Simulator<'a> {
                 .any(|x| x.effect == TaintEffect::PreferNoSchedule)
         });
 
-        let mut base = Topology::new(domain_universe(&templates, &input.nodes));
+        let (requirements, node_domains) = node_derived(&input.nodes);
+        let mut base = Topology::new(domain_universe(&templates, node_domains));
         for b in &input.bound {
             base.add_inverse_for_bound(b.pod, b.node_labels);
         }
@@ -169,7 +134,6 @@ impl<'a> Simulator<'a> {
         let mut by_slot: Vec<usize> = (0..input.nodes.len()).collect();
         by_slot.sort_by(|&a, &b| input.nodes[b].initialized.cmp(&input.nodes[a].initialized));
         let mut node_slot = vec![0; input.nodes.len()];
-        let requirements = node_requirements(&input.nodes);
         let slots: Vec<ExistingSlot> = by_slot
             .iter()
             .enumerate()
@@ -226,7 +190,7 @@ impl<'a> Simulator<'a> {
             node_slot,
             base,
             group_cache: HashMap::new(),
-            bound_by_label: LabelIndex::default(),
+            bound_by_label: HashMap::new(),
             slot_index: SlotIndex::default(),
             option_prices,
             skip: Vec::new(),
@@ -237,19 +201,23 @@ impl<'a> Simulator<'a> {
     /// Counts a group over the bound pods, through the label index when the selector
     /// requires a label.
     fn count_group(
-        bound: &[BoundPod],
-        by_label: &mut LabelIndex,
+        bound: &'a [BoundPod<'a>],
+        by_label: &mut HashMap<String, HashMap<&'a str, Vec<usize>>>,
         key: &topology::GroupKey,
         domains: Arc<BTreeSet<String>>,
     ) -> topology::Group {
         match key.selector.required_label() {
             Some((k, v)) => {
-                if by_label.is_empty() {
+                let by_value = by_label.entry(k.to_string()).or_insert_with(|| {
+                    let mut m: HashMap<&'a str, Vec<usize>> = HashMap::new();
                     for (i, b) in bound.iter().enumerate() {
-                        by_label.insert_labels(&b.pod.labels, i);
+                        if let Some(value) = b.pod.labels.get(k) {
+                            m.entry(value.as_str()).or_default().push(i);
+                        }
                     }
-                }
-                let hits = by_label.get(k, v).iter().map(|&i| &bound[i]);
+                    m
+                });
+                let hits = by_value.get(v).into_iter().flatten().map(|&i| &bound[i]);
                 topology::Group::counted(key.clone(), domains, hits)
             }
             None => topology::Group::counted(key.clone(), domains, bound),

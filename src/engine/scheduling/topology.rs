@@ -106,9 +106,9 @@ pub struct Topology {
 impl Topology {
     /// Starts with the domain universe: every value of every key the NodePools and
     /// instance types could produce, plus the labels of existing nodes.
-    pub fn new(domains: HashMap<String, BTreeSet<String>>) -> Topology {
+    pub fn new(domains: HashMap<String, Arc<BTreeSet<String>>>) -> Topology {
         Topology {
-            domains: Arc::new(domains.into_iter().map(|(k, v)| (k, Arc::new(v))).collect()),
+            domains: Arc::new(domains),
             ..Default::default()
         }
     }
