@@ -12,6 +12,7 @@ pub mod keymap;
 pub mod launch;
 pub mod logpane;
 pub mod problems;
+pub mod retire;
 pub mod screen;
 pub mod screenshot;
 pub mod terminal;

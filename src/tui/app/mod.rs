@@ -342,7 +342,7 @@ impl App {
         let heartbeat = Arc::ptr_eq(&self.snapshot.state, &snapshot.state)
             && self.snapshot.changes == snapshot.changes
             && self.snapshot.started == snapshot.started;
-        self.snapshot = snapshot;
+        crate::tui::retire::retire(std::mem::replace(&mut self.snapshot, snapshot));
         if heartbeat {
             self.tick_face();
             return;

@@ -273,7 +273,10 @@ impl TableView {
         let keep = self.selected_id().map(str::to_string);
         self.ids = source.ids();
         self.rows = (0..self.ids.len()).map(|_| OnceCell::new()).collect();
-        self.source = Some(Shared(source));
+        if let Some(old) = self.source.replace(Shared(source)) {
+            // Often the last holder of the previous snapshot: freed off this thread.
+            crate::tui::retire::retire(old);
+        }
         self.renew(keep);
     }
 
