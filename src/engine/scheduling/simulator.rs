@@ -312,9 +312,7 @@ impl<'a> Simulator<'a> {
                     g
                 }
             };
-            for m in &moving {
-                g.count_bound(m, -1);
-            }
+            g.count_all(&moving, -1);
             g
         };
         for w in &work {
