@@ -25,7 +25,8 @@ pub struct ViewFigure {
     pub view: &'static str,
     /// Drawing one frame (rows already built), mean over the frames.
     pub ms_per_frame: f64,
-    /// Building the view's rows from a new snapshot (once per snapshot, not per frame).
+    /// Building the view's rows from a new snapshot (once per snapshot, not per frame),
+    /// mean over five snapshots.
     pub ms_rows: f64,
     /// A new snapshot on this view until its frame is drawn (rows rebuilt and the
     /// first frame, which formats the rows on screen), mean over a few snapshots.
@@ -105,11 +106,18 @@ pub fn run(nodes: usize, pods: usize, frames: usize, width: u16, height: u16) ->
         };
         // Rows: a fresh snapshot makes the shown view rebuild.
         app.show(view);
-        round += 1;
-        let next = fresh(base, round);
+        let rounds = 5;
+        let nexts: Vec<_> = (0..rounds)
+            .map(|_| {
+                round += 1;
+                fresh(base, round)
+            })
+            .collect();
         let t = Instant::now();
-        app.on_snapshot(next);
-        let ms_rows = ms(t, 1);
+        for next in nexts {
+            app.on_snapshot(next);
+        }
+        let ms_rows = ms(t, rounds);
         let _ = terminal.draw(|f| ui::draw(f, &mut app));
         let t = Instant::now();
         for _ in 0..frames {
