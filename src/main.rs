@@ -584,6 +584,10 @@ fn run_bench_simulate(path: Option<&Path>, until: &str, watch: bool, json: bool)
         f.provisioning_rounds,
         f.provisioning_seconds
     );
+    println!(
+        "simulations: {} run, {} verdicts carried over from an earlier pass; {} unreported node changes found by audits",
+        f.simulations, f.carried, f.audit_misses
+    );
     ExitCode::SUCCESS
 }
 

@@ -40,6 +40,13 @@ pub struct Figures {
     pub disruption_seconds: f64,
     pub provisioning_rounds: usize,
     pub provisioning_seconds: f64,
+    /// Simulations the disruption passes ran, and verdicts they carried over from an
+    /// earlier pass instead (what incremental disruption saves).
+    pub simulations: usize,
+    pub carried: usize,
+    /// Planner audits that found a node change the controller had not reported (0
+    /// unless change tracking has a hole).
+    pub audit_misses: usize,
 }
 
 impl Figures {
@@ -113,6 +120,7 @@ pub fn run(scenario: &Scenario, until: TimeDelta, watch: bool) -> Result<Figures
         _ => None,
     };
     let stats = sim.controller.stats();
+    let planner = sim.controller.disruption.planner_stats();
     let nodes = sim
         .controller
         .state()
@@ -135,6 +143,9 @@ pub fn run(scenario: &Scenario, until: TimeDelta, watch: bool) -> Result<Figures
         disruption_seconds: stats.pass_seconds,
         provisioning_rounds: stats.provisioning_rounds,
         provisioning_seconds: stats.provisioning_seconds,
+        simulations: planner.simulated,
+        carried: planner.carried,
+        audit_misses: planner.audit_misses,
     })
 }
 

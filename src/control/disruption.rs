@@ -204,6 +204,27 @@ impl DisruptionController {
         self.planner.stats
     }
 
+    /// Promises that the owner reports every change to a node or its pods (see
+    /// [`disruption::Planner::track_changes`]).
+    pub fn track_changes(&mut self) {
+        self.planner.track_changes();
+    }
+
+    /// Audits the owner's change reports at every pass (tests of the owner).
+    pub fn audit_changes_always(&mut self) {
+        self.planner.audit_always();
+    }
+
+    /// The node of this NodeClaim changed, appeared or went.
+    pub fn node_changed(&mut self, claim: &str) {
+        self.planner.node_changed(claim);
+    }
+
+    /// A pod bound to the node of this name came, went or changed.
+    pub fn pods_changed_on(&mut self, node: &str) {
+        self.planner.pods_changed_on(node);
+    }
+
     /// True while a fast pass stopped short of some candidates without finding a command.
     pub fn has_unseen_candidates(&self) -> bool {
         self.unseen > 0

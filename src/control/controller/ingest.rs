@@ -238,10 +238,13 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                 if let Some(i) = self.pod_pos.remove(&key) {
                     let s = self.state_mut();
                     let removed = s.pods.swap_remove(i);
-                    if let Some(moved) = s.pods.get(i) {
-                        let k = moved.key.clone();
+                    // The last pod took its place: its node lists its pods in a new order.
+                    let moved = s.pods.get(i).map(|p| (p.key.clone(), p.node_name.clone()));
+                    if let Some((k, node)) = moved {
                         self.pod_pos.insert(k, i);
+                        self.pods_changed_on(node.as_deref());
                     }
+                    self.pods_changed_on(removed.node_name.as_deref());
                     self.touch_node_of(&removed, now);
                 }
                 self.nominated.remove(&key);
@@ -279,6 +282,8 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             .get(&key)
             .and_then(|&i| self.state.pods[i].node_name.clone());
         let provisionable = pod.is_provisionable();
+        self.pods_changed_on(old_node.as_deref());
+        self.pods_changed_on(pod.node_name.as_deref());
         let bound_now = pod.node_name.clone().filter(|_| old_node.is_none());
         match self.pod_pos.get(&key).copied() {
             Some(i) => self.state_mut().pods[i] = pod,
@@ -307,6 +312,13 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         }
     }
 
+    /// Tells the disruption planner that a pod on this node came, went or changed.
+    fn pods_changed_on(&mut self, node: Option<&str>) {
+        if let Some(node) = node {
+            self.disruption.pods_changed_on(node);
+        }
+    }
+
     /// Records a pod event (bind, removal) on the pod's node: consolidation counts
     /// `consolidateAfter` from the last one (upstream `status.lastPodEventTime`).
     fn touch_node_of(&mut self, pod: &Pod, now: DateTime<Utc>) {
@@ -330,7 +342,9 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
     /// Removes the state node at `i`, keeping every record's position right.
     fn remove_state_node(&mut self, i: usize) {
         let s = self.state_mut();
-        s.nodes.swap_remove(i);
+        let gone = s.nodes.swap_remove(i);
+        self.disruption.node_changed(&gone.nodeclaim);
+        let s = &self.state;
         let moved = s.nodes.get(i).map(|n| n.nodeclaim.clone());
         if let Some(claim) = moved
             && let Some(r) = self.registry.get_mut(&claim)
@@ -345,6 +359,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         let Some(r) = self.registry.get(claim) else {
             return;
         };
+        self.disruption.node_changed(claim);
         let node = self.registry.node_of(claim);
         let derived = state_node(&r.claim, node).map(|mut d| {
             // The cloud provider's drift verdict (upstream `IsDrifted`), for launched

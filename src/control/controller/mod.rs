@@ -192,6 +192,9 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
     pub fn new(cluster: C, cloud: P, clock: Arc<dyn Clock>, settings: Settings) -> Self {
         let mut disruption = DisruptionController::new(settings.policy, settings.journal);
         disruption.spot_to_spot = settings.spot_to_spot;
+        // Every change to the state goes through `ingest`, which reports the nodes it
+        // touches: the planner fingerprints only those.
+        disruption.track_changes();
         let (snapshot_tx, _) = watch::channel(Arc::new(Snapshot::empty(settings.start)));
         Controller {
             cluster,

@@ -500,6 +500,7 @@ fn a_restart_keeps_decision_ids_and_pauses_and_annotations_approve() {
     assert!(s.controller.pending_decisions().is_empty());
 }
 
+mod change_tracking;
 mod trust;
 
 /// Live (not deleting) nodes of a pool in the controller's state.

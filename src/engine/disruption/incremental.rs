@@ -46,6 +46,11 @@ pub struct Planner {
     /// The owner's revision of the state the cached verdicts hold for.
     revision: Option<u64>,
     world: Option<World>,
+    /// The nodes the owner reported changed since the last refresh, if it reports them.
+    dirty: Dirty,
+    /// Refreshes so far: every [`AUDIT_EVERY`]th one of a tracking planner checks the
+    /// owner's reports against a full look.
+    refreshes: u64,
     pub(super) cache: Verdicts,
     /// The last pass, to hand out again while nothing it depends on moved.
     last: Option<(Options, Pass)>,
@@ -60,6 +65,27 @@ pub struct Stats {
     pub simulated: usize,
     /// Verdicts taken from an earlier pass.
     pub carried: usize,
+    /// Audits that found a node changed that its owner did not report (each one fell
+    /// back to a full look, so no verdict was kept wrongly; a test keeps this at zero).
+    pub audit_misses: usize,
+}
+
+/// How often a tracking planner audits its owner's change reports (one refresh in this
+/// many looks at every node, as an untracked planner always does).
+const AUDIT_EVERY: u64 = 64;
+
+/// What the owner of the state reported changed since the last refresh.
+#[derive(Debug, Default)]
+struct Dirty {
+    /// The owner reports every change to a node or to the pods bound to it.
+    tracked: bool,
+    /// Audit at every refresh (tests), not every [`AUDIT_EVERY`]th.
+    audit_always: bool,
+    /// Nodes by NodeClaim: the node itself changed (added, removed, re-derived).
+    claims: HashSet<String>,
+    /// Nodes by Node name: a pod bound there came, went or changed (pods name their
+    /// node by its Node name, which may not be known to the owner as a NodeClaim yet).
+    names: HashSet<String>,
 }
 
 /// The verdicts of earlier passes that still hold.
@@ -139,7 +165,7 @@ impl Planner {
     ) -> Pass {
         let state = prepared.state;
         let knobs = Knobs::of(options);
-        let same_knobs = self.world.as_ref().is_some_and(|w| w.knobs == knobs);
+        let same_knobs = self.world.as_ref().is_some_and(|w| w.shared.knobs == knobs);
         if self.revision != Some(revision) || !same_knobs {
             self.refresh(state, prepared.pods_by_node(), knobs);
             self.revision = Some(revision);
@@ -198,15 +224,155 @@ impl Planner {
         Some(pass)
     }
 
+    /// Promises that the owner reports, through [`Planner::node_changed`] and
+    /// [`Planner::pods_changed_on`], every change to a node or to the pods bound to it:
+    /// a refresh then fingerprints only those nodes instead of every pod in the cluster
+    /// (a sixth of a simulated day). Every [`AUDIT_EVERY`]th refresh still looks at all
+    /// of them and counts what the reports missed in [`Stats::audit_misses`].
+    pub fn track_changes(&mut self) {
+        self.dirty.tracked = true;
+    }
+
+    /// Audits the owner's reports at every refresh (for tests of the owner).
+    pub fn audit_always(&mut self) {
+        self.dirty.audit_always = true;
+    }
+
+    /// The node of this NodeClaim changed, appeared or went.
+    pub fn node_changed(&mut self, claim: &str) {
+        if self.dirty.tracked && !self.dirty.claims.contains(claim) {
+            self.dirty.claims.insert(claim.to_string());
+        }
+    }
+
+    /// A pod bound to the node of this name came, went or changed.
+    pub fn pods_changed_on(&mut self, node: &str) {
+        if self.dirty.tracked && !self.dirty.names.contains(node) {
+            self.dirty.names.insert(node.to_string());
+        }
+    }
+
     /// Looks at the state anew and drops the verdicts its changes could have altered.
     fn refresh(&mut self, state: &ClusterState, pods_by_node: &[Vec<usize>], knobs: Knobs) {
-        let world = World::of(state, pods_by_node, knobs);
-        match self.world.take() {
-            None => self.cache.clear(),
-            Some(old) => prune(&mut self.cache, &old, &world, state, pods_by_node),
+        self.refreshes += 1;
+        let dirty = std::mem::take(&mut self.dirty);
+        self.dirty.tracked = dirty.tracked;
+        self.dirty.audit_always = dirty.audit_always;
+        let shared = Shared::of(state, knobs);
+        let Some(old) = self.world.take() else {
+            self.cache.clear();
+            self.world = Some(World {
+                nodes: all_nodes(state, pods_by_node),
+                shared,
+            });
+            return;
+        };
+        let audit = dirty.audit_always || self.refreshes % AUDIT_EVERY == 0;
+        let (nodes, changed) = if dirty.tracked && audit {
+            let (nodes, changed) = reported(old.nodes.clone(), &dirty, state, pods_by_node);
+            let full = all_nodes(state, pods_by_node);
+            let missed = full.len() != nodes.len()
+                || full
+                    .iter()
+                    .any(|(k, n)| nodes.get(k).is_none_or(|m| m.fingerprint != n.fingerprint));
+            if missed {
+                tracing::warn!(
+                    "disruption planner: a node changed that its owner did not report; \
+                     this refresh uses a full look instead"
+                );
+                self.stats.audit_misses += 1;
+                let changed = diff(&old.nodes, &full);
+                (full, changed)
+            } else {
+                (nodes, changed)
+            }
+        } else if dirty.tracked {
+            reported(old.nodes, &dirty, state, pods_by_node)
+        } else {
+            let full = all_nodes(state, pods_by_node);
+            let changed = diff(&old.nodes, &full);
+            (full, changed)
+        };
+        if !shared.same(&old.shared) {
+            self.cache.clear();
+        } else {
+            prune(&mut self.cache, &changed, &shared, state, pods_by_node);
         }
-        self.world = Some(world);
+        self.world = Some(World { shared, nodes });
     }
+}
+
+/// A changed node: its NodeClaim, and its image before and after (either may be missing).
+type Changed = (String, Option<NodeImage>, Option<NodeImage>);
+
+/// Every node's image.
+fn all_nodes(state: &ClusterState, pods_by_node: &[Vec<usize>]) -> HashMap<String, NodeImage> {
+    state
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.nodeclaim.clone(), node_image(n, &pods_by_node[i], state)))
+        .collect()
+}
+
+/// The nodes whose images differ between `old` and `new`.
+fn diff(old: &HashMap<String, NodeImage>, new: &HashMap<String, NodeImage>) -> Vec<Changed> {
+    let mut changed = Vec::new();
+    for (k, n) in new {
+        match old.get(k) {
+            Some(o) if o.fingerprint == n.fingerprint => {}
+            o => changed.push((k.clone(), o.cloned(), Some(n.clone()))),
+        }
+    }
+    for (k, o) in old {
+        if !new.contains_key(k) {
+            changed.push((k.clone(), Some(o.clone()), None));
+        }
+    }
+    changed
+}
+
+/// `nodes` brought up to date with the nodes the owner reported changed, and what
+/// changed among them.
+fn reported(
+    mut nodes: HashMap<String, NodeImage>,
+    dirty: &Dirty,
+    state: &ClusterState,
+    pods_by_node: &[Vec<usize>],
+) -> (HashMap<String, NodeImage>, Vec<Changed>) {
+    let mut claims: HashSet<&str> = dirty.claims.iter().map(String::as_str).collect();
+    let mut at: HashMap<&str, usize> = HashMap::with_capacity(claims.len());
+    if !dirty.names.is_empty() || !claims.is_empty() {
+        for (i, n) in state.nodes.iter().enumerate() {
+            if dirty.names.contains(&n.name) {
+                claims.insert(n.nodeclaim.as_str());
+            }
+            if claims.contains(n.nodeclaim.as_str()) {
+                at.insert(n.nodeclaim.as_str(), i);
+            }
+        }
+    }
+    let mut changed = Vec::new();
+    for claim in claims {
+        match at.get(claim) {
+            Some(&i) => {
+                let image = node_image(&state.nodes[i], &pods_by_node[i], state);
+                let before = nodes.insert(claim.to_string(), image.clone());
+                if before
+                    .as_ref()
+                    .is_none_or(|b| b.fingerprint != image.fingerprint)
+                {
+                    changed.push((claim.to_string(), before, Some(image)));
+                }
+            }
+            None => {
+                if let Some(before) = nodes.remove(claim) {
+                    changed.push((claim.to_string(), Some(before), None));
+                }
+            }
+        }
+    }
+    (nodes, changed)
 }
 
 /// The knobs of a pass that change what a simulation concludes or how it explains it.
@@ -225,9 +391,17 @@ impl Knobs {
     }
 }
 
-/// What every simulation of a pass reads, and each node's fingerprint.
+/// What every simulation of a pass reads, and each node's image.
 #[derive(Debug)]
 struct World {
+    shared: Shared,
+    /// Each node's image, by NodeClaim.
+    nodes: HashMap<String, NodeImage>,
+}
+
+/// What every simulation of a pass reads besides the nodes.
+#[derive(Debug)]
+struct Shared {
     knobs: Knobs,
     pools: BTreeMap<String, PoolImage>,
     instance_types: BTreeMap<String, Vec<Arc<InstanceType>>>,
@@ -238,7 +412,6 @@ struct World {
     pending_topology: bool,
     /// The pending pods' tolerations, to tell which nodes they could land on.
     pending_tolerations: Vec<Vec<crate::engine::pod::Toleration>>,
-    nodes: HashMap<String, NodeImage>,
 }
 
 /// What a simulation reads of a NodePool.
@@ -260,8 +433,8 @@ struct NodeImage {
     anti: bool,
 }
 
-impl World {
-    fn of(state: &ClusterState, pods_by_node: &[Vec<usize>], knobs: Knobs) -> World {
+impl Shared {
+    fn of(state: &ClusterState, knobs: Knobs) -> Shared {
         let pools = state
             .nodepools
             .iter()
@@ -279,13 +452,7 @@ impl World {
         for p in &pending {
             hash_pod(p, &mut h);
         }
-        let nodes = state
-            .nodes
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (n.nodeclaim.clone(), node_image(n, &pods_by_node[i], state)))
-            .collect();
-        World {
+        Shared {
             knobs,
             pools,
             instance_types: state.instance_types.clone(),
@@ -293,12 +460,11 @@ impl World {
             pending: h.finish(),
             pending_topology: pending.iter().any(|p| has_topology(p)),
             pending_tolerations: pending.iter().map(|p| p.tolerations.clone()).collect(),
-            nodes,
         }
     }
 
-    /// Whether what every simulation reads is the same in both worlds.
-    fn same_shared(&self, other: &World) -> bool {
+    /// Whether what every simulation reads is the same in both.
+    fn same(&self, other: &Shared) -> bool {
         let same_types =
             self.instance_types.len() == other.instance_types.len()
                 && self.instance_types.iter().zip(&other.instance_types).all(
@@ -316,31 +482,15 @@ impl World {
     }
 }
 
-/// Drops the verdicts that the changes from `old` to `new` could have altered.
+/// Drops the verdicts that the `changed` nodes could have altered (what every
+/// simulation reads, `new`, is the same as before).
 fn prune(
     cache: &mut Verdicts,
-    old: &World,
-    new: &World,
+    changed: &[Changed],
+    new: &Shared,
     state: &ClusterState,
     pods_by_node: &[Vec<usize>],
 ) {
-    if !new.same_shared(old) {
-        cache.clear();
-        return;
-    }
-    // Changed nodes, with their images before and after (either may be missing).
-    let mut changed: Vec<(&str, Option<&NodeImage>, Option<&NodeImage>)> = Vec::new();
-    for (k, n) in &new.nodes {
-        match old.nodes.get(k) {
-            Some(o) if o.fingerprint == n.fingerprint => {}
-            o => changed.push((k, o, Some(n))),
-        }
-    }
-    for (k, o) in &old.nodes {
-        if !new.nodes.contains_key(k) {
-            changed.push((k, Some(o), None));
-        }
-    }
     if changed.is_empty() {
         return;
     }
@@ -362,7 +512,7 @@ fn prune(
         cache.single.clear();
         return;
     }
-    let gone: HashSet<&str> = changed.iter().map(|(k, _, _)| *k).collect();
+    let gone: HashSet<&str> = changed.iter().map(|(k, _, _)| k.as_str()).collect();
     let index = state.node_index();
     cache.single.retain(|claim, _| {
         if gone.contains(claim.as_str()) {
