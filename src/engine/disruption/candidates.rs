@@ -161,22 +161,26 @@ impl<'a> PdbIndex<'a> {
 
     /// Why evicting the pod would be refused, if it would.
     pub fn eviction_block(&self, pod: &Pod) -> Option<Block> {
-        let pdbs = self.matching(pod);
-        match pdbs.as_slice() {
-            [] => None,
-            [one] if one.disruptions_allowed <= 0 => Some(Block::PdbAllowsZero {
+        Self::block_of(pod, self.matching(pod).into_iter())
+    }
+
+    /// Why evicting `pod`, which exactly `pdbs` select, would be refused, if it would.
+    fn block_of<'p>(pod: &Pod, mut pdbs: impl Iterator<Item = &'p Pdb>) -> Option<Block> {
+        let one = pdbs.next()?;
+        let rest: Vec<&Pdb> = pdbs.collect();
+        if rest.is_empty() {
+            return (one.disruptions_allowed <= 0).then(|| Block::PdbAllowsZero {
                 pdb: format!("{}/{}", one.namespace, one.name),
                 pod: pod.key.clone(),
-            }),
-            [_] => None,
-            many => Some(Block::MultiplePdbs {
-                pod: pod.key.clone(),
-                pdbs: many
-                    .iter()
-                    .map(|p| format!("{}/{}", p.namespace, p.name))
-                    .collect(),
-            }),
+            });
         }
+        Some(Block::MultiplePdbs {
+            pod: pod.key.clone(),
+            pdbs: std::iter::once(one)
+                .chain(rest)
+                .map(|p| format!("{}/{}", p.namespace, p.name))
+                .collect(),
+        })
     }
 }
 
@@ -254,48 +258,82 @@ pub fn consolidatable(node: &StateNode, pool: &NodePool, now: DateTime<Utc>) -> 
     Ok(())
 }
 
-/// Builds the candidate for a node that passed [`node_block`], with its drift verdict
-/// (see [`super::drift::drift`]).
-pub fn candidate(
-    state: &ClusterState,
-    node_idx: usize,
-    pods_on_node: &[usize],
-    pool: &NodePool,
-    drift: Option<DriftReason>,
-    pdbs: &PdbIndex,
-    now: DateTime<Utc>,
-) -> Candidate {
-    let node = &state.nodes[node_idx];
-    let mut pods = Vec::new();
-    let mut pod_block = None;
-    let mut cost = 0.0;
-    for &i in pods_on_node {
-        let p = &state.pods[i];
-        if p.is_terminal() || p.deleting.is_some() || p.is_static() {
-            continue;
+/// What a candidate reads of its node's pods that changes only when the pods do (or the
+/// PDBs' selectors): the disruption planner keeps it per node between passes, so a pass
+/// over nodes whose pods did not change does not look at each pod again (matching every
+/// pod against the PDBs was a tenth of a simulated day). What depends on the moment
+/// (do-not-disrupt windows, a PDB's disruptions allowed) is read at each pass.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodePods {
+    /// Reschedulable pods (indices into `ClusterState::pods`).
+    pods: Vec<usize>,
+    /// Their eviction costs, summed.
+    eviction: f64,
+    /// In the node's pod order, the evictable pods that could block the node: those with a
+    /// do-not-disrupt annotation or selected by a PDB, with the PDBs (indices into
+    /// `ClusterState::pdbs`).
+    blockers: Vec<(usize, Vec<usize>)>,
+}
+
+impl NodePods {
+    pub fn new(state: &ClusterState, pods_on_node: &[usize], pdbs: &PdbIndex) -> NodePods {
+        let mut out = NodePods {
+            pods: Vec::new(),
+            eviction: 0.0,
+            blockers: Vec::new(),
+        };
+        for &i in pods_on_node {
+            let p = &state.pods[i];
+            if p.is_terminal() || p.deleting.is_some() || p.is_static() {
+                continue;
+            }
+            let matching = pdbs.matching_indices(p);
+            if !matching.is_empty() || p.do_not_disrupt().is_some() {
+                out.blockers.push((i, matching));
+            }
+            if is_reschedulable(p) {
+                out.eviction += eviction_cost(p);
+                out.pods.push(i);
+            }
         }
-        if pod_block.is_none() {
+        out
+    }
+
+    /// The first pod (in the node's order) that blocks eviction at `now`: an active
+    /// do-not-disrupt, else a PDB that allows no disruption or several PDBs (upstream
+    /// refuses to evict a pod more than one PDB selects).
+    fn block(&self, state: &ClusterState, now: DateTime<Utc>) -> Option<Block> {
+        self.blockers.iter().find_map(|(i, matching)| {
+            let p = &state.pods[*i];
             if let Some(until) = do_not_disrupt_until(p, now) {
-                pod_block = Some(Block::PodDoNotDisrupt {
+                return Some(Block::PodDoNotDisrupt {
                     pod: p.key.clone(),
                     until,
                 });
-            } else if let Some(b) = pdbs.eviction_block(p) {
-                pod_block = Some(b);
             }
-        }
-        if is_reschedulable(p) {
-            cost += eviction_cost(p);
-            pods.push(i);
-        }
+            PdbIndex::block_of(p, matching.iter().map(|&m| &state.pdbs[m]))
+        })
     }
+}
+
+/// Builds the candidate for a node that passed [`node_block`], with its drift verdict
+/// (see [`super::drift::drift`]) and what it reads of its pods (see [`NodePods`]).
+pub fn candidate(
+    state: &ClusterState,
+    node_idx: usize,
+    pods: &NodePods,
+    pool: &NodePool,
+    drift: Option<DriftReason>,
+    now: DateTime<Utc>,
+) -> Candidate {
+    let node = &state.nodes[node_idx];
     Candidate {
         node: node_idx,
-        pods,
-        cost: cost * lifetime_remaining(node, now),
-        eviction: cost,
+        pods: pods.pods.clone(),
+        cost: pods.eviction * lifetime_remaining(node, now),
+        eviction: pods.eviction,
         consolidatable: consolidatable(node, pool, now),
-        pod_block,
+        pod_block: pods.block(state, now),
         drift,
     }
 }

@@ -97,6 +97,10 @@ pub(super) struct Verdicts {
     pub sets: HashMap<Vec<String>, Result<Plan, Block>>,
     /// Drift replacements, by NodeClaim.
     pub drift: HashMap<String, Result<Vec<Replacement>, Block>>,
+    /// What each node's pods say to its candidate, by NodeClaim: dropped when the node
+    /// changes (its fingerprint covers its pods and their places in the pod list) and
+    /// all at once when the PDBs' selectors change.
+    pub node_pods: HashMap<String, super::candidates::NodePods>,
     pub simulated: usize,
     pub carried: usize,
     /// The last pass's ranked candidates (node index, eviction cost before lifetime).
@@ -261,6 +265,7 @@ impl Planner {
         let shared = Shared::of(state, knobs);
         let Some(old) = self.world.take() else {
             self.cache.clear();
+            self.cache.node_pods.clear();
             self.world = Some(World {
                 nodes: all_nodes(state, pods_by_node),
                 shared,
@@ -293,6 +298,12 @@ impl Planner {
             let changed = diff(&old.nodes, &full);
             (full, changed)
         };
+        if shared.pdbs != old.shared.pdbs {
+            self.cache.node_pods.clear();
+        }
+        for (claim, _, _) in &changed {
+            self.cache.node_pods.remove(claim);
+        }
         if !shared.same(&old.shared) {
             self.cache.clear();
         } else {
@@ -412,6 +423,9 @@ struct Shared {
     pending_topology: bool,
     /// The pending pods' tolerations, to tell which nodes they could land on.
     pending_tolerations: Vec<Vec<crate::engine::pod::Toleration>>,
+    /// Which PDB is where and what it selects (not its status): what [`Verdicts::node_pods`]
+    /// index and match.
+    pdbs: Vec<(String, String, crate::engine::selector::Selector)>,
 }
 
 /// What a simulation reads of a NodePool.
@@ -460,6 +474,11 @@ impl Shared {
             pending: h.finish(),
             pending_topology: pending.iter().any(|p| has_topology(p)),
             pending_tolerations: pending.iter().map(|p| p.tolerations.clone()).collect(),
+            pdbs: state
+                .pdbs
+                .iter()
+                .map(|p| (p.namespace.clone(), p.name.clone(), p.selector.clone()))
+                .collect(),
         }
     }
 
@@ -570,6 +589,8 @@ fn node_image(n: &StateNode, pods: &[usize], state: &ClusterState) -> NodeImage 
     (n.initialized, n.registered, n.ready, n.deleting).hash(&mut h);
     let mut anti = false;
     for &p in pods {
+        // Positions too: what is kept per node refers to its pods by position.
+        p.hash(&mut h);
         let p = &state.pods[p];
         hash_pod(p, &mut h);
         anti |= !p.anti_affinity.is_empty() || !p.preferred_anti_affinity.is_empty();

@@ -294,7 +294,12 @@ fn plan_with<'p>(
             continue;
         }
         let Some(pool) = pool else { continue };
-        let c = candidates::candidate(state, i, &pods_by_node[i], pool, drifted, &pdbs, now);
+        // What the node's pods say is kept from the last pass unless they changed.
+        let pods = cache
+            .node_pods
+            .entry(key.clone())
+            .or_insert_with(|| candidates::NodePods::new(state, &pods_by_node[i], &pdbs));
+        let c = candidates::candidate(state, i, pods, pool, drifted, now);
         if c.consolidatable.is_err() {
             soon.add(candidates::consolidatable_at(node, pool));
         }

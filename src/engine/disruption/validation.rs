@@ -75,7 +75,8 @@ pub fn revalidate_in<'p>(
             return Err(format!("pod {p} left node {}", node.name));
         }
         let drift = super::drift::drift(node, pool);
-        let c = candidates::candidate(state, i, &pods_by_node[i], pool, drift, &pdbs, now);
+        let pods = candidates::NodePods::new(state, &pods_by_node[i], &pdbs);
+        let c = candidates::candidate(state, i, &pods, pool, drift, now);
         match cmd.method {
             Method::Drift => {
                 if c.drift.is_none() {

@@ -72,7 +72,7 @@ fn change(f: &mut Fixture, code: u8, a: usize, b: usize, step: usize) {
     let s = &mut f.state;
     let nodes = s.nodes.len().max(1);
     let pods = s.pods.len().max(1);
-    match code % 12 {
+    match code % 15 {
         // A pod moves to another node.
         0 if !s.pods.is_empty() && !s.nodes.is_empty() => {
             let to = s.nodes[b % nodes].name.clone();
@@ -181,6 +181,35 @@ fn change(f: &mut Fixture, code: u8, a: usize, b: usize, step: usize) {
                 .annotations
                 .insert(labels::DO_NOT_DISRUPT.into(), "true".into());
         }
+        // A PDB over app=web appears, or its disruptions allowed flip.
+        12 => match s.pdbs.iter_mut().find(|p| p.name == "web") {
+            Some(p) => p.disruptions_allowed = 1 - p.disruptions_allowed,
+            None => s.pdbs.push(crate::engine::state::Pdb {
+                namespace: "default".into(),
+                name: "web".into(),
+                selector: app("web"),
+                disruptions_allowed: (a % 2) as i32,
+            }),
+        },
+        // A second PDB over the same pods (upstream refuses to evict those), or it goes.
+        13 => match s.pdbs.iter().position(|p| p.name == "web-too") {
+            Some(i) => {
+                s.pdbs.remove(i);
+            }
+            None => s.pdbs.push(crate::engine::state::Pdb {
+                namespace: "default".into(),
+                name: "web-too".into(),
+                selector: app("web"),
+                disruptions_allowed: 1,
+            }),
+        },
+        // A pod is relabelled into (or out of) the PDBs' selection.
+        14 if !s.pods.is_empty() => {
+            let labels = &mut s.pods[a % pods].labels;
+            if labels.remove("app").is_none() {
+                labels.insert("app".into(), "web".into());
+            }
+        }
         _ => {}
     }
 }
@@ -190,7 +219,7 @@ proptest! {
 
     #[test]
     fn incremental_passes_match_full_passes(
-        steps in proptest::collection::vec((0u8..24, 0usize..64, 0usize..64, any::<bool>()), 1..24),
+        steps in proptest::collection::vec((0u8..30, 0usize..64, 0usize..64, any::<bool>()), 1..24),
         fast in any::<bool>(),
     ) {
         let mut f = cluster();
@@ -199,7 +228,7 @@ proptest! {
         for (step, (code, a, b, repeat)) in steps.into_iter().enumerate() {
             let options = Options { fast, ..Options::default() };
             // Half the codes change nothing: the planner must carry everything.
-            if code < 12 {
+            if code < 15 {
                 change(&mut f, code, a, b, step);
                 if code != 9 {
                     revision += 1;
