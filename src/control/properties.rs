@@ -206,6 +206,8 @@ proptest! {
                 }
             }
             f.now += POLL_INTERVAL;
+            // The state changed: a new revision, as the controller numbers its changes.
+            ctl.revision += 1;
         }
     }
 }

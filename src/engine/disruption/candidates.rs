@@ -304,14 +304,15 @@ impl NodePods {
     /// refuses to evict a pod more than one PDB selects).
     fn block(&self, state: &ClusterState, now: DateTime<Utc>) -> Option<Block> {
         self.blockers.iter().find_map(|(i, matching)| {
-            let p = &state.pods[*i];
+            // Kept from an earlier pass over the same state: the pod is where it was.
+            let p = state.pods.get(*i)?;
             if let Some(until) = do_not_disrupt_until(p, now) {
                 return Some(Block::PodDoNotDisrupt {
                     pod: p.key.clone(),
                     until,
                 });
             }
-            PdbIndex::block_of(p, matching.iter().map(|&m| &state.pdbs[m]))
+            PdbIndex::block_of(p, matching.iter().filter_map(|&m| state.pdbs.get(m)))
         })
     }
 }

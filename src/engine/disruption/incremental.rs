@@ -51,6 +51,9 @@ pub struct Planner {
     /// Refreshes so far: every [`AUDIT_EVERY`]th one of a tracking planner checks the
     /// owner's reports against a full look.
     refreshes: u64,
+    /// How many nodes and pods the state had at the last refresh: a state that kept its
+    /// revision but not these broke the owner's promise, and is looked at anew.
+    sizes: (usize, usize),
     pub(super) cache: Verdicts,
     /// The last pass, to hand out again while nothing it depends on moved.
     last: Option<(Options, Pass)>,
@@ -170,7 +173,9 @@ impl Planner {
         let state = prepared.state;
         let knobs = Knobs::of(options);
         let same_knobs = self.world.as_ref().is_some_and(|w| w.shared.knobs == knobs);
-        if self.revision != Some(revision) || !same_knobs {
+        let sizes = (state.nodes.len(), state.pods.len());
+        if self.revision != Some(revision) || !same_knobs || self.sizes != sizes {
+            self.sizes = sizes;
             self.refresh(state, prepared.pods_by_node(), knobs);
             self.revision = Some(revision);
             self.last = None;
@@ -272,7 +277,7 @@ impl Planner {
             });
             return;
         };
-        let audit = dirty.audit_always || self.refreshes % AUDIT_EVERY == 0;
+        let audit = dirty.audit_always || self.refreshes.is_multiple_of(AUDIT_EVERY);
         let (nodes, changed) = if dirty.tracked && audit {
             let (nodes, changed) = reported(old.nodes.clone(), &dirty, state, pods_by_node);
             let full = all_nodes(state, pods_by_node);
