@@ -264,9 +264,8 @@ impl Planner {
     /// Looks at the state anew and drops the verdicts its changes could have altered.
     fn refresh(&mut self, state: &ClusterState, pods_by_node: &[Vec<usize>], knobs: Knobs) {
         self.refreshes += 1;
-        let dirty = std::mem::take(&mut self.dirty);
-        self.dirty.tracked = dirty.tracked;
-        self.dirty.audit_always = dirty.audit_always;
+        let claims = std::mem::take(&mut self.dirty.claims);
+        let names = std::mem::take(&mut self.dirty.names);
         let shared = Shared::of(state, knobs);
         let Some(old) = self.world.take() else {
             self.cache.clear();
@@ -277,31 +276,29 @@ impl Planner {
             });
             return;
         };
-        let audit = dirty.audit_always || self.refreshes.is_multiple_of(AUDIT_EVERY);
-        let (nodes, changed) = if dirty.tracked && audit {
-            let (nodes, changed) = reported(old.nodes.clone(), &dirty, state, pods_by_node);
+        let full_look = || {
             let full = all_nodes(state, pods_by_node);
-            let missed = full.len() != nodes.len()
-                || full
-                    .iter()
-                    .any(|(k, n)| nodes.get(k).is_none_or(|m| m.fingerprint != n.fingerprint));
-            if missed {
+            let changed = diff(&old.nodes, &full);
+            (full, changed)
+        };
+        let (nodes, changed) = if !self.dirty.tracked {
+            full_look()
+        } else if self.dirty.audit_always || self.refreshes.is_multiple_of(AUDIT_EVERY) {
+            let (nodes, changed) =
+                reported(old.nodes.clone(), &claims, &names, state, pods_by_node);
+            let (full, full_changed) = full_look();
+            if diff(&nodes, &full).is_empty() {
+                (nodes, changed)
+            } else {
                 tracing::warn!(
                     "disruption planner: a node changed that its owner did not report; \
                      this refresh uses a full look instead"
                 );
                 self.stats.audit_misses += 1;
-                let changed = diff(&old.nodes, &full);
-                (full, changed)
-            } else {
-                (nodes, changed)
+                (full, full_changed)
             }
-        } else if dirty.tracked {
-            reported(old.nodes, &dirty, state, pods_by_node)
         } else {
-            let full = all_nodes(state, pods_by_node);
-            let changed = diff(&old.nodes, &full);
-            (full, changed)
+            reported(old.nodes, &claims, &names, state, pods_by_node)
         };
         if shared.pdbs != old.shared.pdbs {
             self.cache.node_pods.clear();
@@ -352,15 +349,16 @@ fn diff(old: &HashMap<String, NodeImage>, new: &HashMap<String, NodeImage>) -> V
 /// changed among them.
 fn reported(
     mut nodes: HashMap<String, NodeImage>,
-    dirty: &Dirty,
+    claims: &HashSet<String>,
+    names: &HashSet<String>,
     state: &ClusterState,
     pods_by_node: &[Vec<usize>],
 ) -> (HashMap<String, NodeImage>, Vec<Changed>) {
-    let mut claims: HashSet<&str> = dirty.claims.iter().map(String::as_str).collect();
+    let mut claims: HashSet<&str> = claims.iter().map(String::as_str).collect();
     let mut at: HashMap<&str, usize> = HashMap::with_capacity(claims.len());
-    if !dirty.names.is_empty() || !claims.is_empty() {
+    if !names.is_empty() || !claims.is_empty() {
         for (i, n) in state.nodes.iter().enumerate() {
-            if dirty.names.contains(&n.name) {
+            if names.contains(&n.name) {
                 claims.insert(n.nodeclaim.as_str());
             }
             if claims.contains(n.nodeclaim.as_str()) {

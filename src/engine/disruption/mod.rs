@@ -295,11 +295,11 @@ fn plan_with<'p>(
         }
         let Some(pool) = pool else { continue };
         // What the node's pods say is kept from the last pass unless they changed.
-        let pods = cache
-            .node_pods
-            .entry(key.clone())
-            .or_insert_with(|| candidates::NodePods::new(state, &pods_by_node[i], &pdbs));
-        let c = candidates::candidate(state, i, pods, pool, drifted, now);
+        if !cache.node_pods.contains_key(key) {
+            let pods = candidates::NodePods::new(state, &pods_by_node[i], &pdbs);
+            cache.node_pods.insert(key.clone(), pods);
+        }
+        let c = candidates::candidate(state, i, &cache.node_pods[key], pool, drifted, now);
         if c.consolidatable.is_err() {
             soon.add(candidates::consolidatable_at(node, pool));
         }
