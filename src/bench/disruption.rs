@@ -11,6 +11,7 @@
 //! target here is 5,000 nodes / 50,000 pods in 2 s with no candidate skipped.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Instant;
 
 use chrono::{DateTime, TimeDelta, TimeZone, Utc};
@@ -109,7 +110,7 @@ pub fn cluster(nodes: usize, pods: usize, seed: u64) -> ClusterState {
             let o = offerings[rng.below(offerings.len() as u64) as usize];
             n.zone = o.zone.clone();
             n.price = o.price;
-            n.labels.insert(labels::ZONE.into(), o.zone.clone());
+            Arc::make_mut(&mut n.labels).insert(labels::ZONE.into(), o.zone.clone());
         }
         if rng.below(100) == 0 {
             n.nodeclass_drift = Some("AMIDrift".into());

@@ -102,7 +102,10 @@ impl NodeClaimObject {
 pub struct NodeObject {
     pub name: String,
     pub provider_id: String,
-    pub labels: BTreeMap<String, String>,
+    /// Shared, as the controller's own nodes' labels are (`StateNode::labels`): the
+    /// simulated kube-scheduler's simulator then knows an unchanged node's labels by
+    /// identity instead of comparing them at every round.
+    pub labels: std::sync::Arc<BTreeMap<String, String>>,
     pub annotations: BTreeMap<String, String>,
     pub taints: Vec<Taint>,
     pub allocatable: Resources,

@@ -36,8 +36,10 @@ pub struct StateNode {
     pub price: f64,
     /// What scheduling matches against: the Node's labels over the NodeClaim's (upstream
     /// registration copies the NodeClaim's labels onto the Node; a kubelet alone may
-    /// register with only a few).
-    pub labels: BTreeMap<String, String>,
+    /// register with only a few). Shared, so that a simulator's memo of what it derived
+    /// from them (`scheduling::node_memo`) knows them unchanged by identity instead of
+    /// comparing every label of every node at each poll.
+    pub labels: Arc<BTreeMap<String, String>>,
     /// The NodeClaim's labels (the pool's template, the launched offering's instance
     /// type, zone and capacity type): what requirements drift is judged on, as upstream's
     /// `areRequirementsDrifted` reads `nodeClaim.Labels`.
@@ -127,7 +129,7 @@ impl StateNode {
             capacity_type,
             price,
             claim_labels: node_labels.clone(),
-            labels: node_labels,
+            labels: Arc::new(node_labels),
             annotations,
             taints: spec.taints.clone(),
             allocatable: it.allocatable(),

@@ -386,7 +386,7 @@ pub fn node(n: &core::Node) -> Result<NodeObject, Malformed> {
     Ok(NodeObject {
         name: name.clone(),
         provider_id: spec.and_then(|s| s.provider_id.clone()).unwrap_or_default(),
-        labels: n.metadata.labels.clone().unwrap_or_default(),
+        labels: std::sync::Arc::new(n.metadata.labels.clone().unwrap_or_default()),
         annotations: n.metadata.annotations.clone().unwrap_or_default(),
         taints,
         allocatable,

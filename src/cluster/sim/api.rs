@@ -193,8 +193,9 @@ impl SimCluster {
                     .get_mut(&node)
                     .ok_or_else(|| not_found("Node", &node))?;
                 let o = &mut n.object;
-                o.labels.extend(sync.labels.clone());
-                o.labels.insert(labels::REGISTERED.into(), "true".into());
+                let l = std::sync::Arc::make_mut(&mut o.labels);
+                l.extend(sync.labels.clone());
+                l.insert(labels::REGISTERED.into(), "true".into());
                 o.annotations.extend(sync.annotations.clone());
                 if o.labels
                     .get(labels::DO_NOT_SYNC_TAINTS)
@@ -221,7 +222,7 @@ impl SimCluster {
                     .nodes
                     .get_mut(&node)
                     .ok_or_else(|| not_found("Node", &node))?;
-                n.object.labels.extend(labels);
+                std::sync::Arc::make_mut(&mut n.object.labels).extend(labels);
                 let obj = n.object.clone();
                 self.emit(Change::Applied(Object::Node(Box::new(obj))));
             }

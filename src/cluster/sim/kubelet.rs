@@ -93,7 +93,7 @@ impl SimCluster {
             let object = NodeObject {
                 name: inst.hostname.clone(),
                 provider_id: inst.provider_id.clone(),
-                labels: node_labels,
+                labels: std::sync::Arc::new(node_labels),
                 annotations: BTreeMap::new(),
                 taints,
                 allocatable,

@@ -48,7 +48,9 @@ impl SimCluster {
             }
             let mut node = NodeInput {
                 name: n.object.name.clone(),
-                labels: std::borrow::Cow::Borrowed(&n.object.labels),
+                labels: crate::engine::scheduling::NodeLabels::Shared(std::sync::Arc::clone(
+                    &n.object.labels,
+                )),
                 taints: n.object.taints.clone(),
                 allocatable: n.object.allocatable.clone(),
                 requested: Resources::default(),

@@ -60,7 +60,7 @@ pub(super) fn state_node(claim: &NodeClaimObject, node: Option<&NodeObject>) -> 
     let mut allocatable = launched.allocatable.clone();
     let mut name = claim.name.clone();
     if let Some(n) = node {
-        node_labels.extend(n.labels.clone());
+        node_labels.extend(n.labels.iter().map(|(k, v)| (k.clone(), v.clone())));
         annotations.extend(n.annotations.clone());
         if registered {
             taints = n.taints.clone();
@@ -82,7 +82,7 @@ pub(super) fn state_node(claim: &NodeClaimObject, node: Option<&NodeObject>) -> 
         zone: launched.zone.clone(),
         capacity_type: launched.capacity_type,
         price: launched.price,
-        labels: node_labels,
+        labels: Arc::new(node_labels),
         claim_labels,
         annotations,
         taints,
@@ -474,7 +474,7 @@ mod tests {
         let node = NodeObject {
             name: "ip-10-0-0-1".into(),
             provider_id: "aws:///us-east-1a/i-1".into(),
-            labels: [(labels::NODEPOOL.to_string(), "default".to_string())].into(),
+            labels: Arc::new([(labels::NODEPOOL.to_string(), "default".to_string())].into()),
             annotations: Default::default(),
             taints: Vec::new(),
             allocatable: Resources::default(),
@@ -505,7 +505,7 @@ mod tests {
             "a Ready kubelet is not yet a registered node: registration labels it"
         );
         for l in [labels::REGISTERED, labels::INITIALIZED] {
-            ready.labels.insert(l.into(), "true".into());
+            Arc::make_mut(&mut ready.labels).insert(l.into(), "true".into());
         }
         ready.allocatable = Resources::cpu_mem(1900, 7 << 30);
         let n = state_node(&claim(), Some(&ready)).unwrap();

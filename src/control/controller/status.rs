@@ -326,10 +326,12 @@ mod tests {
         NodeObject {
             name: "ip-10-0-0-1".into(),
             provider_id: "aws:///z/i-1".into(),
-            labels: labels_
-                .iter()
-                .map(|l| (l.to_string(), "true".to_string()))
-                .collect(),
+            labels: std::sync::Arc::new(
+                labels_
+                    .iter()
+                    .map(|l| (l.to_string(), "true".to_string()))
+                    .collect(),
+            ),
             annotations: Default::default(),
             taints: Vec::new(),
             allocatable: Resources::cpu_mem(1900, 7 << 30),

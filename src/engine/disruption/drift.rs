@@ -310,7 +310,8 @@ mod tests {
         let mut pool = NodePool::unconstrained("default");
         pool.spec.template.spec.requirements = vec![req(labels::INSTANCE_TYPE, &["m5.large"])];
         let mut node = launched(&pool);
-        node.labels = [(labels::NODEPOOL.to_string(), "default".to_string())].into();
+        node.labels =
+            std::sync::Arc::new([(labels::NODEPOOL.to_string(), "default".to_string())].into());
         assert_eq!(drift(&node, &pool), None);
         node.claim_labels
             .insert(labels::INSTANCE_TYPE.into(), "m5.xlarge".into());

@@ -5,10 +5,13 @@
 
 use std::cell::OnceCell;
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use crate::engine::pod::{Pod, PodKey};
 use crate::engine::resources::Resources;
-use crate::engine::scheduling::{BoundPod, NodeInput, PoolInput, Simulator, SolveInput};
+use crate::engine::scheduling::{
+    BoundPod, NodeInput, NodeLabels, PoolInput, Simulator, SolveInput,
+};
 use crate::engine::state::ClusterState;
 
 /// The scheduling input of a pass: every pool, every node not being deleted (uninitialized
@@ -70,7 +73,7 @@ impl<'a> SimInput<'a> {
             index[i] = Some(input.nodes.len());
             input.nodes.push(NodeInput {
                 name: n.name.clone(),
-                labels: std::borrow::Cow::Borrowed(&n.labels),
+                labels: NodeLabels::Shared(Arc::clone(&n.labels)),
                 taints: n.taints.clone(),
                 allocatable: n.allocatable.clone(),
                 requested,
@@ -174,13 +177,17 @@ pub type SimSlot<'p> = Option<Simulator<'p>>;
 /// flight (upstream `SimulateScheduling` adds both to every consolidation simulation;
 /// without the second, two commands in a row count on the same free capacity).
 pub fn pending_pods(state: &ClusterState) -> Vec<&crate::engine::pod::Pod> {
-    let deleting: HashSet<&str> = state
+    // Every bound pod's node is looked up here at each pass: foldhash, and no lookup at
+    // all while no node is going away.
+    let deleting: HashSet<&str, foldhash::fast::FixedState> = state
         .nodes
         .iter()
         .filter(|n| n.deleting || n.is_disrupted_tainted())
         .map(|n| n.name.as_str())
         .collect();
-    crate::engine::provisioning::pods_to_schedule(&state.pods, |n| deleting.contains(n))
+    crate::engine::provisioning::pods_to_schedule(&state.pods, |n| {
+        !deleting.is_empty() && deleting.contains(n)
+    })
 }
 
 /// Of [`pending_pods`], those still bound to a node (it is going away). Upstream counts

@@ -22,7 +22,6 @@ mod simulator;
 pub mod template;
 pub mod topology;
 
-use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
@@ -65,13 +64,39 @@ pub struct PoolInput<'a> {
     pub in_use: Resources,
 }
 
+/// A node's labels as a simulator gets them. Shared labels let the simulator's memo of
+/// what it derived from them (`node_memo`) tell them unchanged by identity, at no cost;
+/// borrowed ones are compared label by label.
+#[derive(Clone, Debug)]
+pub enum NodeLabels<'a> {
+    Shared(Arc<BTreeMap<String, String>>),
+    Borrowed(&'a BTreeMap<String, String>),
+}
+
+impl std::ops::Deref for NodeLabels<'_> {
+    type Target = BTreeMap<String, String>;
+
+    fn deref(&self) -> &Self::Target {
+        match self {
+            NodeLabels::Shared(l) => l,
+            NodeLabels::Borrowed(l) => l,
+        }
+    }
+}
+
+impl From<BTreeMap<String, String>> for NodeLabels<'_> {
+    fn from(labels: BTreeMap<String, String>) -> Self {
+        NodeLabels::Shared(Arc::new(labels))
+    }
+}
+
 /// A node (or launched, not yet registered NodeClaim) pods may be placed on.
 #[derive(Clone, Debug)]
 pub struct NodeInput<'a> {
     pub name: String,
-    /// Borrowed from the cluster state where the caller has it: a disruption poll builds
-    /// the input of every node, and copying each node's labels was most of that.
-    pub labels: Cow<'a, BTreeMap<String, String>>,
+    /// Shared with or borrowed from the caller's nodes: a disruption poll builds the input
+    /// of every node, and copying each node's labels was most of that.
+    pub labels: NodeLabels<'a>,
     pub taints: Vec<Taint>,
     pub allocatable: Resources,
     /// Requests of pods bound or nominated to it (DaemonSet pods included).

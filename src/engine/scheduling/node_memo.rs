@@ -13,6 +13,7 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
+use super::NodeLabels;
 use crate::engine::requirements::Requirements;
 
 thread_local! {
@@ -22,10 +23,39 @@ thread_local! {
 /// Label key -> the values existing nodes carry for it.
 pub(super) type NodeDomains = HashMap<String, Arc<BTreeSet<String>>>;
 
+/// Maps keyed by node name or label text: foldhash, as every node's name is looked up
+/// and stored at each simulator's building.
+type Fast = foldhash::fast::RandomState;
+
+/// A node's labels and the requirements built from them.
+struct Derived {
+    labels: Arc<BTreeMap<String, String>>,
+    /// A second shared copy of the same labels, known by identity too: the controller's
+    /// nodes and the simulated cluster's Nodes hold the same labels in different
+    /// allocations, and their simulators alternate on one thread.
+    twin: Option<Arc<BTreeMap<String, String>>>,
+    requirements: Arc<Requirements>,
+}
+
+impl Derived {
+    /// Whether `labels` are known to be these by identity. The memo's own references
+    /// keep both allocations from being changed in place (`Arc::make_mut` copies a
+    /// shared map), so the same allocation holds the same labels.
+    fn same(&self, labels: &NodeLabels) -> bool {
+        match labels {
+            NodeLabels::Shared(l) => {
+                Arc::ptr_eq(l, &self.labels)
+                    || self.twin.as_ref().is_some_and(|t| Arc::ptr_eq(l, t))
+            }
+            NodeLabels::Borrowed(_) => false,
+        }
+    }
+}
+
 #[derive(Default)]
 struct NodeMemo {
     /// Node name -> its labels and the requirements built from them.
-    nodes: HashMap<String, (BTreeMap<String, String>, Arc<Requirements>)>,
+    nodes: HashMap<String, Derived, Fast>,
     /// Label key -> value -> how many memoized nodes carry it: the domain universe's
     /// node part, kept up to date as nodes come, go and relabel.
     counts: HashMap<String, HashMap<String, u32>>,
@@ -70,34 +100,50 @@ impl NodeMemo {
 /// takes across the nodes.
 pub(super) fn node_derived(nodes: &[super::NodeInput]) -> (Vec<Arc<Requirements>>, NodeDomains) {
     MEMO.with_borrow_mut(|memo| {
-        let mut next = HashMap::with_capacity(nodes.len());
+        let mut next = HashMap::with_capacity_and_hasher(nodes.len(), Fast::default());
         let mut old = std::mem::take(&mut memo.nodes);
         let requirements = nodes
             .iter()
             .map(|n| {
-                let entry = match old.remove(&n.name) {
-                    Some((labels, r)) if labels == *n.labels => (labels, r),
+                let (name, entry) = match old.remove_entry(&n.name) {
+                    Some((name, d)) if d.same(&n.labels) => (name, d),
+                    Some((name, mut d)) if *d.labels == *n.labels => {
+                        // Equal labels under a new identity: remember it, so the next
+                        // simulator over the same nodes finds them by identity.
+                        // It and the last one seen are kept; an older third goes.
+                        if let NodeLabels::Shared(l) = &n.labels {
+                            d.twin = Some(std::mem::replace(&mut d.labels, Arc::clone(l)));
+                        }
+                        (name, d)
+                    }
                     stale => {
-                        if let Some((labels, _)) = stale {
-                            memo.count(&labels, false);
+                        if let Some((_, d)) = stale {
+                            memo.count(&d.labels, false);
                         }
                         memo.count(&n.labels, true);
-                        (
-                            n.labels.clone().into_owned(),
-                            Arc::new(Requirements::from_labels(&n.labels)),
-                        )
+                        let labels = match &n.labels {
+                            NodeLabels::Shared(l) => Arc::clone(l),
+                            NodeLabels::Borrowed(l) => Arc::new((*l).clone()),
+                        };
+                        let requirements = Arc::new(Requirements::from_labels(&labels));
+                        let d = Derived {
+                            labels,
+                            twin: None,
+                            requirements,
+                        };
+                        (n.name.clone(), d)
                     }
                 };
-                let r = Arc::clone(&entry.1);
+                let r = Arc::clone(&entry.requirements);
                 // A name given twice: the later node's labels are the ones kept.
-                if let Some((labels, _)) = next.insert(n.name.clone(), entry) {
-                    memo.count(&labels, false);
+                if let Some(d) = next.insert(name, entry) {
+                    memo.count(&d.labels, false);
                 }
                 r
             })
             .collect();
-        for (labels, _) in old.into_values() {
-            memo.count(&labels, false);
+        for d in old.into_values() {
+            memo.count(&d.labels, false);
         }
         memo.nodes = next;
         let NodeMemo {
@@ -115,16 +161,15 @@ pub(super) fn node_derived(nodes: &[super::NodeInput]) -> (Vec<Arc<Requirements>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::borrow::Cow;
 
     fn node(name: &str, labels: &[(&str, &str)]) -> super::super::NodeInput<'static> {
         super::super::NodeInput {
             name: name.into(),
-            labels: Cow::Owned(
+            labels: NodeLabels::from(
                 labels
                     .iter()
                     .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect(),
+                    .collect::<BTreeMap<_, _>>(),
             ),
             taints: Vec::new(),
             allocatable: Default::default(),
@@ -182,6 +227,52 @@ mod tests {
             }
             let kept: Vec<_> = last.values().map(|n| (*n).clone()).collect();
             assert_eq!(sorted(domains), fresh(&kept));
+            for (n, r) in nodes.iter().zip(&reqs) {
+                assert_eq!(**r, Requirements::from_labels(&n.labels), "{}", n.name);
+            }
+        }
+    }
+
+    /// Labels known by identity stay right when their owners change them: a caller
+    /// holding shared labels relabels through `Arc::make_mut` (a copy, as the memo holds
+    /// a reference), hands an equal copy from a second owner (the simulated cluster's
+    /// Nodes beside the controller's nodes), or lends plain labels. Every simulator must
+    /// still see each node's current labels.
+    #[test]
+    fn shared_labels_changed_by_their_owner_are_seen() {
+        let mut rng = super::super::benchmark::Rng::new(11);
+        let mut below = |n: usize| rng.below(n as u64) as usize;
+        let zones = ["a", "b", "c"];
+        let mut held: Vec<Arc<BTreeMap<String, String>>> = (0..5)
+            .map(|i| {
+                Arc::new(BTreeMap::from([
+                    ("zone".to_string(), "a".to_string()),
+                    ("hostname".to_string(), format!("n{i}")),
+                ]))
+            })
+            .collect();
+        for _ in 0..400 {
+            let i = below(held.len());
+            if below(3) == 0 {
+                Arc::make_mut(&mut held[i]).insert("zone".into(), zones[below(3)].into());
+            }
+            let twins: Vec<BTreeMap<String, String>> = held.iter().map(|l| (**l).clone()).collect();
+            let nodes: Vec<super::super::NodeInput> = held
+                .iter()
+                .zip(&twins)
+                .enumerate()
+                .map(|(i, (l, twin))| {
+                    let mut n = node(&format!("n{i}"), &[]);
+                    n.labels = match below(3) {
+                        0 => NodeLabels::Shared(Arc::clone(l)),
+                        1 => NodeLabels::Shared(Arc::new(twin.clone())),
+                        _ => NodeLabels::Borrowed(twin),
+                    };
+                    n
+                })
+                .collect();
+            let (reqs, domains) = node_derived(&nodes);
+            assert_eq!(sorted(domains), fresh(&nodes));
             for (n, r) in nodes.iter().zip(&reqs) {
                 assert_eq!(**r, Requirements::from_labels(&n.labels), "{}", n.name);
             }

@@ -260,7 +260,7 @@ fn existing_nodes_with_room_are_used_before_new_claims() {
     let mut inp = input(&pools, &two_and_four());
     inp.nodes.push(NodeInput {
         name: "node-1".into(),
-        labels: std::borrow::Cow::Owned(BTreeMap::from([(
+        labels: NodeLabels::from(BTreeMap::from([(
             labels::ZONE.to_string(),
             "zone-a".to_string(),
         )])),

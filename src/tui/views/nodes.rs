@@ -384,7 +384,7 @@ pub fn details(s: &Snapshot, id: &str, now: DateTime<Utc>) -> Option<Details> {
     }
     let mut metadata = json!({
         "name": n.nodeclaim,
-        "labels": n.labels,
+        "labels": &*n.labels,
         "annotations": n.annotations,
         "creationTimestamp": n.created.to_rfc3339(),
     });
