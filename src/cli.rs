@@ -19,8 +19,8 @@ pub struct Cli {
     pub log_level: String,
 
     /// Speed of the embedded cluster's clock: 1 is real time, 10 runs ten simulated
-    /// seconds per second.
-    #[arg(long, default_value_t = 1.0, value_name = "X")]
+    /// seconds per second. Between 0.001 and 1,000,000.
+    #[arg(long, default_value_t = 1.0, value_name = "X", value_parser = parse_speed)]
     pub speed: f64,
 
     /// Scenario to run instead of the built-in demo (see docs/scenarios.md).
@@ -397,4 +397,52 @@ pub enum Bench {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// The fastest `--speed`: a simulated day in under a tenth of a second of wall time, far
+/// past what a console can show; beyond it the clock's arithmetic leaves any sense.
+pub const MAX_SPEED: f64 = 1_000_000.0;
+
+/// The slowest `--speed`: a simulated second every 17 minutes.
+pub const MIN_SPEED: f64 = 0.001;
+
+/// `--speed` as a number of simulated seconds per wall second, within
+/// [`MIN_SPEED`]..=[`MAX_SPEED`], refused with the range otherwise.
+fn parse_speed(text: &str) -> Result<f64, String> {
+    let speed: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("expected a number such as 1 or 60, found {text:?}"))?;
+    if !(MIN_SPEED..=MAX_SPEED).contains(&speed) {
+        return Err(format!(
+            "{text} is out of range: the speed must be between {MIN_SPEED} and {MAX_SPEED} \
+             (simulated seconds per second)"
+        ));
+    }
+    Ok(speed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `--speed 1e15` used to be accepted and panic the clock on its first tick; a speed
+    /// out of range or not a number is refused by name, with the range.
+    #[test]
+    fn speed_out_of_range_is_refused_with_the_range() {
+        for bad in ["1e15", "0", "-3", "NaN", "inf", "fast"] {
+            let err = Cli::try_parse_from(["karpenter-tui".to_string(), format!("--speed={bad}")])
+                .expect_err(bad)
+                .to_string();
+            assert!(err.contains("--speed"), "{bad}: {err}");
+            assert!(
+                err.contains("between 0.001 and 1000000") || err.contains("expected a number"),
+                "{bad}: {err}"
+            );
+        }
+        for good in ["1", "60", "0.5", "1000000"] {
+            let cli = Cli::try_parse_from(["karpenter-tui", "--speed", good]).expect(good);
+            assert_eq!(cli.speed, good.parse::<f64>().unwrap());
+        }
+    }
 }

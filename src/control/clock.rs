@@ -82,15 +82,32 @@ impl ScaledClock {
 }
 
 impl Clock for ScaledClock {
+    /// Saturates at the end of representable time rather than overflowing, whatever
+    /// the speed and however long the process runs.
     fn now(&self) -> DateTime<Utc> {
         let real = self.real_start.elapsed().as_secs_f64() * self.speed;
-        self.start + TimeDelta::milliseconds((real * 1000.0) as i64)
+        TimeDelta::try_milliseconds((real * 1000.0) as i64)
+            .and_then(|d| self.start.checked_add_signed(d))
+            .unwrap_or(DateTime::<Utc>::MAX_UTC)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `--speed 1e15` panicked with "`DateTime + TimeDelta` overflowed" on the first
+    /// tick; a clock far past the end of time reads as that end.
+    #[test]
+    fn a_scaled_clock_past_the_end_of_time_saturates() {
+        let start = DateTime::from_timestamp(1_000_000, 0).unwrap();
+        let c = ScaledClock::new(start, 1e15);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert_eq!(c.now(), DateTime::<Utc>::MAX_UTC);
+        assert_eq!(c.real_until(start), std::time::Duration::ZERO);
+        let slow = ScaledClock::new(start, 1.0);
+        assert!(slow.now() >= start && slow.now() < start + TimeDelta::seconds(60));
+    }
 
     #[test]
     fn a_virtual_clock_moves_only_forward_and_clones_share_it() {

@@ -386,14 +386,30 @@ fn build(
     );
     let start = match spec.start.as_deref() {
         None => spec::default_start(),
-        Some(s) => s.parse::<DateTime<Utc>>().unwrap_or_else(|e| {
-            errors.at(
-                spec_doc,
-                "spec.start",
-                format!("expected an RFC 3339 time such as 2026-01-05T09:00:00Z: {e}"),
-            );
-            spec::default_start()
-        }),
+        Some(s) => match s.parse::<DateTime<Utc>>() {
+            // Kubernetes timestamps are RFC 3339 with four-digit years; far beyond them,
+            // adding the run's duration overflowed (a panic, before this check).
+            Ok(t) if (1970..=9999).contains(&chrono::Datelike::year(&t)) => t,
+            Ok(_) => {
+                errors.at(
+                    spec_doc,
+                    "spec.start",
+                    format!(
+                        "{s:?} is outside the years 1970 to 9999 that a Kubernetes \
+                         (RFC 3339) time can hold"
+                    ),
+                );
+                spec::default_start()
+            }
+            Err(e) => {
+                errors.at(
+                    spec_doc,
+                    "spec.start",
+                    format!("expected an RFC 3339 time such as 2026-01-05T09:00:00Z: {e}"),
+                );
+                spec::default_start()
+            }
+        },
     };
     let catalog = crate::engine::catalog::Catalog::builtin_shared();
     for (i, t) in cloud.instance_types.iter().enumerate() {
