@@ -22,6 +22,9 @@ pub struct GoDuration {
     value: Option<Duration>,
 }
 
+/// Go holds a duration in an int64 of nanoseconds; Karpenter cannot read a longer one.
+const TOO_LONG: &str = "longer than Go's longest duration, 2562047h47m16.854775807s (an int64 of nanoseconds), so Karpenter could not read it";
+
 /// Why a duration string did not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid duration {text:?}: {why} (expected e.g. 720h, 1h30m, 30s or Never)")]
@@ -54,7 +57,9 @@ impl GoDuration {
         if s.is_empty() {
             return Err(err("empty"));
         }
-        let mut total: f64 = 0.0;
+        // Exact nanoseconds, as Go accumulates them (time/format.go ParseDuration), so
+        // the bound is Go's own: an int64 of nanoseconds.
+        let mut total: u128 = 0;
         let mut rest = s;
         while !rest.is_empty() {
             let num_end = rest
@@ -64,28 +69,49 @@ impl GoDuration {
             if num.is_empty() || num == "." || num.matches('.').count() > 1 {
                 return Err(err("expected a number before each unit"));
             }
-            let n: f64 = num.parse().map_err(|_| err("bad number"))?;
             let unit_end = tail
                 .find(|c: char| c.is_ascii_digit() || c == '.')
                 .unwrap_or(tail.len());
             let (unit, next) = tail.split_at(unit_end);
-            let scale = match unit {
-                "ns" => 1e-9,
-                "us" | "µs" | "μs" => 1e-6,
-                "ms" => 1e-3,
-                "s" => 1.0,
-                "m" => 60.0,
-                "h" => 3600.0,
+            let unit_ns: u128 = match unit {
+                "ns" => 1,
+                "us" | "µs" | "μs" => 1_000,
+                "ms" => 1_000_000,
+                "s" => 1_000_000_000,
+                "m" => 60_000_000_000,
+                "h" => 3_600_000_000_000,
                 "" => return Err(err("missing unit")),
                 _ => return Err(err("unknown unit")),
             };
-            total += n * scale;
+            let (int, frac) = num.split_once('.').unwrap_or((num, ""));
+            let int = int.trim_start_matches('0');
+            // More digits than an int64 holds is past the bound whatever the unit.
+            if int.len() > 19 {
+                return Err(err(TOO_LONG));
+            }
+            let whole: u128 = if int.is_empty() {
+                0
+            } else {
+                int.parse().map_err(|_| err("bad number"))?
+            };
+            // Go drops fraction digits past what it can hold; nanoseconds need at most 18
+            // digits after the point for any unit up to hours.
+            let frac = &frac[..frac.len().min(18)];
+            let frac_ns = if frac.is_empty() {
+                0
+            } else {
+                let f: u128 = frac.parse().map_err(|_| err("bad number"))?;
+                f * unit_ns / 10u128.pow(frac.len() as u32)
+            };
+            total = total
+                .saturating_add(whole.saturating_mul(unit_ns))
+                .saturating_add(frac_ns);
+            if total > i64::MAX as u128 {
+                return Err(err(TOO_LONG));
+            }
             rest = next;
         }
-        if !total.is_finite() || total > u64::MAX as f64 / 1e9 {
-            return Err(err("too large"));
-        }
-        Ok(Self::from_parts(text, Duration::from_secs_f64(total)))
+        Ok(Self::from_parts(text, Duration::from_nanos(total as u64)))
     }
 
     fn from_parts(text: &str, d: Duration) -> Self {
@@ -235,6 +261,29 @@ mod tests {
             Some(Duration::from_millis(300))
         );
         assert_eq!(secs("Never"), None);
+    }
+
+    #[test]
+    fn the_longest_duration_is_go_s() {
+        assert_eq!(
+            GoDuration::parse("2562047h47m16.854775807s")
+                .unwrap()
+                .value()
+                .map(|d| d.as_nanos()),
+            Some(i64::MAX as u128)
+        );
+        for too_long in [
+            "2562048h",
+            "2562047h47m16.854775808s",
+            "99999999999999999999h",
+        ] {
+            assert_eq!(
+                GoDuration::parse(too_long).unwrap_err().to_string(),
+                format!(
+                    "invalid duration {too_long:?}: longer than Go's longest duration, 2562047h47m16.854775807s (an int64 of nanoseconds), so Karpenter could not read it (expected e.g. 720h, 1h30m, 30s or Never)"
+                )
+            );
+        }
     }
 
     #[test]

@@ -58,6 +58,70 @@ pub fn is_valid_quantity(s: &str) -> bool {
     }
 }
 
+/// True when a well-formed quantity's magnitude is above 2^63-1, the largest number a
+/// Kubernetes `resource.Quantity` represents (the API server caps larger ones there, so
+/// the object stored is not the one written).
+pub fn exceeds_kubernetes_max(s: &str) -> bool {
+    let s = s.strip_prefix(['+', '-']).unwrap_or(s);
+    let (num, rest) = split_number(s);
+    let int = num.split('.').next().unwrap_or("").trim_start_matches('0');
+    // Integer digits times 10^exp times 2^bin, compared by size first, then exactly.
+    let (dec, bin): (i64, u32) = match rest {
+        "k" => (3, 0),
+        "M" => (6, 0),
+        "G" => (9, 0),
+        "T" => (12, 0),
+        "P" => (15, 0),
+        "E" => (18, 0),
+        "Ki" => (0, 10),
+        "Mi" => (0, 20),
+        "Gi" => (0, 30),
+        "Ti" => (0, 40),
+        "Pi" => (0, 50),
+        "Ei" => (0, 60),
+        r => match r.strip_prefix(['e', 'E']) {
+            Some(e) => {
+                let e = e.strip_prefix('+').unwrap_or(e);
+                let len = e.len();
+                match e.get(..len.min(6)).and_then(|e| e.parse::<i64>().ok()) {
+                    Some(e) => (e, 0),
+                    None => (0, 0),
+                }
+            }
+            None => (0, 0),
+        },
+    };
+    if int.is_empty() {
+        // Below one before scaling: only an exponent can make it large.
+        return dec > 19;
+    }
+    if int.len() as i64 + dec > 40 {
+        return true;
+    }
+    let Ok(mut v) = int.get(..int.len().min(38)).unwrap_or(int).parse::<i128>() else {
+        return true;
+    };
+    let mut dec = dec;
+    if int.len() > 38 {
+        return true;
+    }
+    while dec > 0 {
+        let Some(n) = v.checked_mul(10) else {
+            return true;
+        };
+        v = n;
+        dec -= 1;
+    }
+    while dec < 0 {
+        v /= 10;
+        dec += 1;
+    }
+    match v.checked_shl(bin) {
+        Some(n) if n >> bin == v => n > i64::MAX as i128,
+        _ => true,
+    }
+}
+
 fn split_number(s: &str) -> (&str, &str) {
     let end = s
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -124,6 +188,32 @@ impl JsonSchema for Quantity {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kubernetes_caps_quantities_at_two_to_the_63() {
+        for big in [
+            "1e100",
+            "9223372036854775807Ki",
+            "8Ei",
+            "9223372036854775808",
+            "10E",
+        ] {
+            assert!(exceeds_kubernetes_max(big), "{big}");
+        }
+        for ok in [
+            "7Ei",
+            "9223372036854775807",
+            "9E",
+            "1e18",
+            "0.5e19",
+            "-5",
+            "100m",
+            "4Gi",
+            "1e-100",
+        ] {
+            assert!(!exceeds_kubernetes_max(ok), "{ok}");
+        }
+    }
 
     #[test]
     fn accepts_the_api_servers_quantities() {

@@ -309,6 +309,16 @@ impl Schedule {
         }
     }
 
+    /// True for a schedule robfig/cron accepts that names no real date (`0 0 30 2 *`): a
+    /// budget on it would never apply, and upstream would not say so.
+    pub fn never_fires(&self) -> bool {
+        // Nine years from a leap year's start hold every date a schedule can name.
+        let start = NaiveDate::from_ymd_opt(2000, 1, 1)
+            .and_then(|d| d.and_hms_opt(0, 0, 0))
+            .map(|t| t.and_utc());
+        start.is_some_and(|t| self.next_after(t).is_none())
+    }
+
     /// The first hit strictly after `t` (hits are whole minutes), or `None` when the
     /// schedule cannot fire within the search horizon (e.g. `0 0 30 2 *`).
     pub fn next_after(&self, t: DateTime<Utc>) -> Option<DateTime<Utc>> {

@@ -419,6 +419,13 @@ pub fn effective_requests(spec: &core::PodSpec) -> Result<Resources, String> {
         for (k, v) in &merged {
             let milli =
                 resources::parse_milli(v).map_err(|e| format!("container {}: {k}: {e}", c.name))?;
+            // Kubernetes' pod validation: "must be greater than or equal to 0".
+            if milli < 0 {
+                return Err(format!(
+                    "container {}: {k}: {v:?} is negative; Kubernetes requires requests and limits to be 0 or more",
+                    c.name
+                ));
+            }
             r.add_named(k, milli);
         }
         Ok(r)

@@ -19,14 +19,38 @@ pub const NODES: &str = "nodes";
 
 /// Why a quantity did not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "invalid quantity {0:?}: expected a number with an optional suffix (m, k, M, G, Ki, Mi, Gi, e3, ...)"
-)]
-pub struct QuantityError(pub String);
+pub enum QuantityError {
+    #[error(
+        "invalid quantity {0:?}: expected a number with an optional suffix (m, k, M, G, Ki, Mi, Gi, e3, ...)"
+    )]
+    Malformed(String),
+    /// Well-formed, but more than this tool (and Kubernetes' own `MilliValue`, an int64
+    /// of milli-units) can count: 7Ei of memory is 8 x 10^21 milli-bytes.
+    #[error(
+        "quantity {0:?} is out of range: it is more than 9223372036854775807 milli-units (2^63-1), the most this tool counts"
+    )]
+    OutOfRange(String),
+}
+
+/// A NodePool limit in milli-units. A limit too large to count is no limit at all (as
+/// upstream, where it can never be reached); one that does not parse, which validation
+/// refuses and the API server never stores, limits to zero rather than panicking.
+pub fn limit_milli(text: &str) -> i64 {
+    match parse_milli(text) {
+        Ok(m) => m,
+        Err(QuantityError::OutOfRange(_)) if !text.trim_start().starts_with('-') => i64::MAX,
+        Err(QuantityError::OutOfRange(_)) => i64::MIN,
+        Err(QuantityError::Malformed(_)) => 0,
+    }
+}
+
+/// Digits of a mantissa kept exactly; further digits only round up.
+const MANTISSA_DIGITS: usize = 30;
 
 /// Parses a Kubernetes quantity into milli-units, rounding up like `MilliValue()`.
 pub fn parse_milli(s: &str) -> Result<i64, QuantityError> {
-    let err = || QuantityError(s.to_string());
+    let err = || QuantityError::Malformed(s.to_string());
+    let too_big = || QuantityError::OutOfRange(s.to_string());
     let t = s.trim();
     let (neg, t) = match t.strip_prefix('-') {
         Some(r) => (true, r),
@@ -43,15 +67,19 @@ pub fn parse_milli(s: &str) -> Result<i64, QuantityError> {
     // mantissa * 10^dec_exp * 2^bin_exp
     let digits = format!("{int_part}{frac_part}");
     let digits = digits.trim_start_matches('0');
-    if digits.len() > 30 {
-        return Err(err());
-    }
-    let mantissa: i128 = if digits.is_empty() {
+    let mut dec_exp: i64 = -(frac_part.len() as i64);
+    let (kept, dropped) = digits.split_at(digits.len().min(MANTISSA_DIGITS));
+    let mut mantissa: i128 = if kept.is_empty() {
         0
     } else {
-        digits.parse().map_err(|_| err())?
+        kept.parse().map_err(|_| err())?
     };
-    let mut dec_exp: i32 = -(frac_part.len() as i32);
+    if !dropped.is_empty() {
+        dec_exp += dropped.len() as i64;
+        if dropped.bytes().any(|b| b != b'0') {
+            mantissa += 1;
+        }
+    }
     let mut bin_exp: u32 = 0;
     match suffix {
         "" => {}
@@ -72,29 +100,46 @@ pub fn parse_milli(s: &str) -> Result<i64, QuantityError> {
         "Ei" => bin_exp = 60,
         other => {
             let e = other.strip_prefix(['e', 'E']).ok_or_else(err)?;
-            let e: i32 = e.parse().map_err(|_| err())?;
-            if !(-40..=40).contains(&e) {
+            let (sign, e) = match e.strip_prefix('-') {
+                Some(r) => (-1, r),
+                None => (1, e.strip_prefix('+').unwrap_or(e)),
+            };
+            if e.is_empty() || !e.bytes().all(|b| b.is_ascii_digit()) {
                 return Err(err());
             }
-            dec_exp += e;
+            // Any exponent past a few hundred is out of range (or rounds to 1m) alike.
+            let e: i64 = e
+                .get(..e.len().min(6))
+                .unwrap_or(e)
+                .parse()
+                .map_err(|_| err())?;
+            dec_exp += sign * e;
         }
+    }
+    if mantissa == 0 {
+        return Ok(0);
     }
     // To milli-units: multiply by 1000.
     dec_exp += 3;
-    let mut value: i128 = mantissa.checked_shl(bin_exp).ok_or_else(err)?;
+    let mut value: i128 = mantissa.checked_shl(bin_exp).ok_or_else(too_big)?;
     if bin_exp > 0 && value >> bin_exp != mantissa {
-        return Err(err());
+        return Err(too_big());
     }
     if dec_exp >= 0 {
         for _ in 0..dec_exp {
-            value = value.checked_mul(10).ok_or_else(err)?;
+            value = value.checked_mul(10).ok_or_else(too_big)?;
         }
-    } else {
-        let div = 10i128.checked_pow((-dec_exp) as u32).ok_or_else(err)?;
+    } else if let Some(div) = u32::try_from(-dec_exp)
+        .ok()
+        .and_then(|e| 10i128.checked_pow(e))
+    {
         // Round up (away from zero for positives), as Kubernetes does for MilliValue.
         value = (value + div - 1) / div;
+    } else {
+        // Smaller than any milli-unit: rounds up to one.
+        value = 1;
     }
-    let value = i64::try_from(value).map_err(|_| err())?;
+    let value = i64::try_from(value).map_err(|_| too_big())?;
     Ok(if neg { -value } else { value })
 }
 

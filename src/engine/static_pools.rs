@@ -109,9 +109,7 @@ pub fn plan(pool: &NodePool, live: &[LiveClaim]) -> Option<StaticPlan> {
 /// `limits.nodes` as a count, if set and readable.
 pub fn node_limit(pool: &NodePool) -> Option<i64> {
     let q = pool.spec.limits.get("nodes")?;
-    crate::engine::resources::parse_milli(&q.0)
-        .ok()
-        .map(|m| m / 1000)
+    Some(crate::engine::resources::limit_milli(&q.0) / 1000)
 }
 
 /// The shape of a static NodeClaim: the template's requirements, its compatible types

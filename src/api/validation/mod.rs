@@ -23,7 +23,7 @@ use super::ec2nodeclass::EC2NodeClass;
 use super::manifest::Object;
 use super::nodeclaim::NodeClaim;
 use super::nodepool::NodePool;
-use super::quantity::{Quantity, is_valid_quantity};
+use super::quantity::{Quantity, exceeds_kubernetes_max, is_valid_quantity};
 
 /// One broken rule. The path is what a user edits and what the CLI, the console and
 /// NodePool conditions print, so it follows Kubernetes' own field-path spelling.
@@ -122,6 +122,14 @@ pub(crate) fn check_quantities<'a>(
             out.push(
                 &key_path(base, key),
                 format!("invalid quantity {:?}: expected a number with an optional suffix, e.g. 100m, 4Gi or 1000", q.0),
+            );
+        } else if exceeds_kubernetes_max(&q.0) {
+            out.push(
+                &key_path(base, key),
+                format!(
+                    "quantity {:?} is out of range: Kubernetes quantities hold at most 2^63-1 (9223372036854775807; resource.Quantity caps larger ones, so the object stored would not be the one written)",
+                    q.0
+                ),
             );
         }
     }

@@ -27,9 +27,31 @@ pub(crate) fn check_spec(out: &mut Violations, spec: &NodePoolSpec) {
         );
     }
     check_quantities(out, "spec.limits", &spec.limits);
+    check_negative_limits(out, spec);
     check_static(out, spec);
     check_disruption(out, &spec.disruption);
     check_template(out, &spec.template);
+}
+
+/// A negative limit is already exceeded by an empty pool, so the pool launches nothing,
+/// and says so nowhere (the API server takes any quantity; upstream's provisioner skips
+/// the pool as over its limits). Refused here, where the author can see why.
+fn check_negative_limits(out: &mut Violations, spec: &NodePoolSpec) {
+    for (k, q) in &spec.limits {
+        let negative = q.0.trim().strip_prefix('-').is_some_and(|n| {
+            let mantissa = n.split(|c: char| !(c.is_ascii_digit() || c == '.')).next();
+            mantissa.is_some_and(|m| m.bytes().any(|b| (b'1'..=b'9').contains(&b)))
+        });
+        if negative {
+            out.push(
+                &key_path("spec.limits", k),
+                format!(
+                    "limit {:?} is negative: no node fits under it, so this pool would launch nothing (write 0 to stop a pool on purpose)",
+                    q.0
+                ),
+            );
+        }
+    }
 }
 
 /// The CRD's rules on static pools (`spec.replicas` set): a non-negative count, no
@@ -103,13 +125,22 @@ fn check_budget(out: &mut Violations, path: &str, b: &Budget) {
         ),
         _ => {}
     }
-    if let Some(s) = &b.schedule
-        && let Err(e) = Schedule::parse(s)
-    {
-        out.push(
-            &format!("{path}.schedule"),
-            format!("invalid cron schedule {s:?}: {e}"),
-        );
+    if let Some(s) = &b.schedule {
+        match Schedule::parse(s) {
+            Err(e) => out.push(
+                &format!("{path}.schedule"),
+                format!("invalid cron schedule {s:?}: {e}"),
+            ),
+            // robfig/cron parses it, and then finds no time to fire: the budget would
+            // never apply, which is never what its author meant.
+            Ok(parsed) if parsed.never_fires() => out.push(
+                &format!("{path}.schedule"),
+                format!(
+                    "cron schedule {s:?} never fires: no date matches its day-of-month and month fields together, so this budget would never apply"
+                ),
+            ),
+            Ok(_) => {}
+        }
     }
     if let Some(d) = &b.duration
         && !is_budget_duration(d.text())

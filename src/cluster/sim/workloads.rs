@@ -31,6 +31,17 @@ pub enum Replicas {
 }
 
 impl Replicas {
+    /// The most replicas the schedule ever asks for.
+    pub fn most(&self) -> u32 {
+        match self {
+            Replicas::Fixed(n) => *n,
+            Replicas::Steps { initial, steps } => {
+                steps.iter().map(|(_, n)| *n).fold(*initial, u32::max)
+            }
+            Replicas::Diurnal { min, max, .. } => (*min).max(*max),
+        }
+    }
+
     /// The replica count at `offset` since the start.
     pub fn at(&self, offset: TimeDelta) -> u32 {
         match self {

@@ -108,17 +108,11 @@ impl Template {
         let limits = if pool.spec.limits.is_empty() {
             None
         } else {
-            // Limits were validated as quantities; a bad one limits to zero, never panics.
             Some(
                 pool.spec
                     .limits
                     .iter()
-                    .map(|(k, v)| {
-                        (
-                            k.clone(),
-                            crate::engine::resources::parse_milli(&v.0).unwrap_or(0),
-                        )
-                    })
+                    .map(|(k, v)| (k.clone(), crate::engine::resources::limit_milli(&v.0)))
                     .collect(),
             )
         };
