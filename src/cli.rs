@@ -52,6 +52,12 @@ pub struct Cli {
     #[arg(long)]
     pub read_only: bool,
 
+    /// The largest file (manifest, scenario, theme, keymap, config) read, in bytes or
+    /// with a unit (64MiB, 1GiB). Larger input is refused by name before it is parsed.
+    #[arg(long, global = true, value_name = "SIZE", default_value = "64MiB",
+          value_parser = karpenter_tui::api::input::parse_size)]
+    pub max_input_size: u64,
+
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -83,6 +89,16 @@ pub enum Command {
         /// Manifest file to read, or "-" for standard input.
         #[arg(short = 'f', long = "file", value_name = "FILE|-")]
         file: PathBuf,
+    },
+    /// Print a disruption journal (written by `simulate --journal`) for a review: one line
+    /// per proposal, approval, rejection, pause and execution, oldest first. A torn last
+    /// line (a crash while writing) is reported on stderr and skipped.
+    Journal {
+        /// The journal file (JSON lines).
+        file: PathBuf,
+        /// Print the entries as one JSON array instead of a table.
+        #[arg(long)]
+        json: bool,
     },
     /// Run a scenario headless on a virtual clock, as fast as the CPU allows, printing one
     /// JSON object per line per event (the format is documented in docs/simulate.md).
@@ -378,6 +394,31 @@ pub enum Bench {
         /// snapshots (and pays for them); `simulate` runs without one.
         #[arg(long)]
         watch: bool,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Mutation fuzzing on stable Rust over the corpus in fuzz/corpus/: every parser
+    /// in-process (a fuzz session: cases and CPU time), or with --processes one
+    /// validate, migrate or simulate process per case, each timed and its peak memory
+    /// measured (no panic, no run over 5 s, RSS within 20x input + 50 MB).
+    Fuzz {
+        /// Generated cases.
+        #[arg(long, default_value_t = 10_000)]
+        cases: usize,
+        /// Seed of the mutations; the same seed gives the same cases.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Run each case as its own process of this binary (the acceptance run).
+        #[arg(long)]
+        processes: bool,
+        /// The corpus directory (one subdirectory per target).
+        #[arg(long, default_value = "fuzz/corpus", value_name = "DIR")]
+        corpus: PathBuf,
+        /// Write every case that panicked, crashed, ran over 5 s or broke the memory
+        /// bound to this directory.
+        #[arg(long, value_name = "DIR")]
+        keep: Option<PathBuf>,
         /// Print one JSON object instead of text.
         #[arg(long)]
         json: bool,

@@ -8,12 +8,13 @@
 mod cli;
 mod live_cmd;
 
-use std::io::{IsTerminal, Read, Write};
+use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
 use clap::Parser;
-use karpenter_tui::api::manifest::{self, Diagnostic, Object};
+use karpenter_tui::api::manifest::{self, Object};
+use karpenter_tui::api::text::escape_controls;
 use karpenter_tui::api::{crds, migrate, validation};
 
 use cli::{Bench, Cli, Command};
@@ -24,6 +25,7 @@ use karpenter_tui::tui::logpane::LogPane;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    karpenter_tui::api::input::set_max_input(cli.max_input_size);
     // The console owns the terminal: its logs go to a file and the in-app log pane.
     let console = matches!(
         cli.command,
@@ -80,6 +82,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Some(Command::Migrate { file }) => run_migrate(&file),
+        Some(Command::Journal { file, json }) => run_journal(&file, json),
         Some(Command::Bench(b)) => run_bench(b),
         Some(Command::Run {
             kube,
@@ -132,25 +135,47 @@ fn init_logging(filter: &str, pane: Option<LogPane>) {
     }
 }
 
-/// Reads a file or standard input ("-"), naming the file in the error.
+/// Reads a file or standard input ("-") within the input limit, naming the file in
+/// the error.
 fn read_input(path: &Path) -> Result<(String, String), String> {
-    let name = path.display().to_string();
-    if name == "-" {
-        let mut text = String::new();
-        std::io::stdin()
-            .read_to_string(&mut text)
-            .map_err(|e| format!("-: cannot read standard input: {e}"))?;
-        return Ok((name, text));
-    }
-    std::fs::read_to_string(path)
-        .map(|text| (name.clone(), text))
-        .map_err(|e| format!("{name}: cannot read: {e}"))
+    karpenter_tui::api::input::read_text(path).map(|text| (path.display().to_string(), text))
 }
 
 /// Writes to stdout, treating a closed pipe (`| head`) as the reader's choice, not an error.
 fn print_stdout(text: &str) {
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
+}
+
+/// Prints a journal for a post-incident review.
+fn run_journal(path: &Path, json: bool) -> ExitCode {
+    use karpenter_tui::control::journal::{self, Journal};
+    let contents = match Journal::read_all(path) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Some(torn) = &contents.torn {
+        eprintln!(
+            "warning: journal {}: the last line is cut short (a crash while writing?) and is skipped: {}",
+            path.display(),
+            escape_controls(torn)
+        );
+    }
+    if json {
+        match serde_json::to_string_pretty(&contents.entries) {
+            Ok(text) => print_stdout(&format!("{text}\n")),
+            Err(e) => {
+                eprintln!("journal {}: {e}", path.display());
+                return ExitCode::FAILURE;
+            }
+        }
+    } else {
+        print_stdout(&journal::table(&contents.entries));
+    }
+    ExitCode::SUCCESS
 }
 
 fn run_validate(files: &[std::path::PathBuf]) -> ExitCode {
@@ -173,10 +198,7 @@ fn run_validate(files: &[std::path::PathBuf]) -> ExitCode {
         for (doc, object) in &loaded.objects {
             let violations = validation::validate(object);
             for v in &violations {
-                eprintln!(
-                    "{}",
-                    Diagnostic::error(&source, *doc, v.path.clone(), v.message.clone())
-                );
+                eprintln!("{}", loaded.error_at(&source, *doc, &v.path, &v.message));
             }
             let verdict = if violations.is_empty() {
                 format!("valid ({})", describe(object))
@@ -185,10 +207,15 @@ fn run_validate(files: &[std::path::PathBuf]) -> ExitCode {
                 let n = violations.len();
                 format!("invalid ({n} problem{})", if n == 1 { "" } else { "s" })
             };
+            // The object is named at the line its document starts on; its name is the
+            // user's text, escaped like every echo of input.
+            let at = loaded.lines.line(*doc, "").map(|l| format!(":{l}"));
             summary.push_str(&format!(
-                "{source}:{doc}: {} {}: {verdict}\n",
+                "{}{}: {} {}: {verdict}\n",
+                escape_controls(&source),
+                at.unwrap_or_default(),
                 object.kind(),
-                object.name()
+                escape_controls(object.name())
             ));
         }
     }
@@ -391,6 +418,40 @@ fn run_bench(b: Bench) -> ExitCode {
             watch,
             json,
         } => run_bench_simulate(scenario.as_deref(), &until, watch, json),
+        Bench::Fuzz {
+            cases,
+            seed,
+            processes,
+            corpus,
+            keep,
+            json,
+        } => {
+            use karpenter_tui::bench::fuzz;
+            let run = if processes {
+                fuzz::processes(&corpus, cases, seed, keep.as_deref())
+            } else {
+                fuzz::in_process(&corpus, cases, seed, keep.as_deref())
+            };
+            let report = match run {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("bench fuzz: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            if json {
+                println!("{}", serde_json::json!(report));
+            } else {
+                print!("{}", fuzz::table(&report, processes));
+            }
+            let broken =
+                report.panics + report.crashes + report.timeouts + report.memory_over_bound;
+            if broken == 0 {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
         Bench::Render {
             nodes,
             pods,
@@ -474,7 +535,8 @@ fn run_simulate(path: &Path, until: Option<&str>, options: simulation::Options) 
         Ok(s) => s,
         Err(code) => return code,
     };
-    let until = match until.map(scenario::spec_duration) {
+    let until = match until.map(|u| scenario::spec_duration(u).and_then(scenario::check_run_length))
+    {
         None => scenario.duration,
         Some(Ok(d)) => d,
         Some(Err(e)) => {
@@ -482,13 +544,18 @@ fn run_simulate(path: &Path, until: Option<&str>, options: simulation::Options) 
             return ExitCode::FAILURE;
         }
     };
+    // Simulation::new fails on options (the journal, approval rules), and its errors
+    // name what failed; the scenario was read already.
     let mut sim = match Simulation::new(&scenario, &options, Pace::Virtual) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("{}: {e}", path.display());
+            eprintln!("{e}");
             return ExitCode::FAILURE;
         }
     };
+    for w in &sim.warnings {
+        eprintln!("warning: {w}");
+    }
     let rt = match runtime() {
         Ok(rt) => rt,
         Err(code) => return code,
@@ -518,7 +585,15 @@ fn run_simulate(path: &Path, until: Option<&str>, options: simulation::Options) 
         st.provisioning_seconds
     );
     let _ = out.flush();
-    ExitCode::SUCCESS
+    let failures = sim.journal_failures();
+    for f in &failures {
+        eprintln!("simulate: {f}");
+    }
+    if failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
 }
 
 fn run_bench_simulate(path: Option<&Path>, until: &str, watch: bool, json: bool) -> ExitCode {

@@ -18,6 +18,7 @@ use crate::cluster::sim::workloads::Replicas;
 use crate::control::approvals::PolicyTable;
 use crate::control::clock::{Clock, ScaledClock, VirtualClock};
 use crate::control::controller::{Controller, Settings};
+use crate::control::disruption::ActionError;
 use crate::control::events::{Event, EventKind};
 use crate::control::journal::Journal;
 use crate::control::requests::{self, Envelope};
@@ -85,6 +86,10 @@ pub struct Simulation {
     seed: u64,
     journal: Option<std::path::PathBuf>,
     features: crate::engine::features::Features,
+    /// Scripted operator actions refused because the journal could not record them.
+    unjournaled: Vec<String>,
+    /// What setting up found and mended (a journal's torn last line), for the user.
+    pub warnings: Vec<String>,
 }
 
 /// The simulated cloud reads the same clock the controller does.
@@ -109,13 +114,20 @@ impl Simulation {
                 (Timekeeper::Scaled(c.clone()), Arc::new(c))
             }
         };
-        let mut catalog = Catalog::builtin();
-        if !scenario.instance_types.is_empty() {
-            catalog
-                .instance_types
+        // The embedded catalog is read in place; a copy is made only to narrow it (each
+        // full copy of its ~800 types is several MB of a small run's peak memory).
+        let builtin = Catalog::builtin_shared();
+        let narrowed;
+        let catalog: &Catalog = if scenario.instance_types.is_empty() {
+            &builtin
+        } else {
+            let mut c = Catalog::clone(&builtin);
+            c.instance_types
                 .retain(|t| scenario.instance_types.contains(&t.name));
-        }
-        let mut cloud = SimCloud::new(&catalog, cloud_now(&shared), seed);
+            narrowed = c;
+            &narrowed
+        };
+        let mut cloud = SimCloud::new(catalog, cloud_now(&shared), seed);
         cloud.launch_latency = scenario.launch_latency;
         let mut cluster = SimCluster::new(start, scenario.settings.clone(), seed);
         for p in &scenario.nodepools {
@@ -145,6 +157,12 @@ impl Simulation {
             Some(p) => Some(Journal::open(p).map_err(|e| e.to_string())?),
             None => None,
         };
+        let warnings = journal
+            .as_ref()
+            .and_then(Journal::repaired)
+            .map(str::to_string)
+            .into_iter()
+            .collect();
         let policy = PolicyTable {
             rules,
             ..PolicyTable::default()
@@ -173,6 +191,8 @@ impl Simulation {
             seed,
             journal: options.journal.clone(),
             features: scenario.features,
+            unjournaled: Vec::new(),
+            warnings,
         })
     }
 
@@ -474,38 +494,56 @@ impl Simulation {
     /// step naming a decision that is not pending is an error.
     async fn operate(&mut self, op: OperatorAction) -> Result<(), String> {
         let oldest = |c: &Controller<SimCluster, SimCloud>| c.pending_decisions().first().copied();
-        match op {
+        let (what, result) = match op {
             OperatorAction::Approve { decision } => {
                 let Some(id) = decision.or_else(|| oldest(&self.controller)) else {
                     tracing::info!("timeline: approve: nothing is waiting for approval");
                     return Ok(());
                 };
-                self.controller
-                    .approve(id, SCENARIO_OPERATOR)
-                    .await
-                    .map_err(|e| format!("approve #{id}: {e}"))
+                let r = self.controller.approve(id, SCENARIO_OPERATOR).await;
+                (format!("approve #{id}: "), r)
             }
             OperatorAction::Reject { decision, reason } => {
                 let Some(id) = decision.or_else(|| oldest(&self.controller)) else {
                     tracing::info!("timeline: reject: nothing is waiting for approval");
                     return Ok(());
                 };
-                self.controller
-                    .reject(id, &reason, SCENARIO_OPERATOR)
-                    .await
-                    .map_err(|e| format!("reject #{id}: {e}"))
+                let r = self.controller.reject(id, &reason, SCENARIO_OPERATOR).await;
+                (format!("reject #{id}: "), r)
             }
-            OperatorAction::Pause { scope } => self
-                .controller
-                .pause(scope, None, SCENARIO_OPERATOR)
-                .await
-                .map_err(|e| e.to_string()),
-            OperatorAction::Resume { scope } => self
-                .controller
-                .resume(&scope, SCENARIO_OPERATOR)
-                .await
-                .map(|_| ())
-                .map_err(|e| e.to_string()),
-        }
+            OperatorAction::Pause { scope } => {
+                let r = self.controller.pause(scope, None, SCENARIO_OPERATOR).await;
+                (String::new(), r)
+            }
+            OperatorAction::Resume { scope } => {
+                let r = self.controller.resume(&scope, SCENARIO_OPERATOR).await;
+                (String::new(), r.map(|_| ()))
+            }
+        };
+        result.map_err(|e| {
+            let message = format!("{what}{e}");
+            if matches!(e, ActionError::Journal(_)) {
+                self.unjournaled.push(message.clone());
+            }
+            message
+        })
+    }
+
+    /// What the journal failed to record: scripted operator actions it refused (so they
+    /// were not done) and controller steps missing from it. Not empty means the journal
+    /// is incomplete and `simulate` exits non-zero.
+    pub fn journal_failures(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .unjournaled
+            .iter()
+            .map(|m| format!("operator action not done: {m}"))
+            .collect();
+        out.extend(
+            self.controller
+                .journal_errors()
+                .iter()
+                .map(|m| format!("controller step not journaled: {m}")),
+        );
+        out
     }
 }

@@ -33,7 +33,7 @@ const EXPECTED: &[(&str, &[ExpectedWarning])] = &[
             (
                 1,
                 "spec.template.spec.kubelet",
-                "EC2NodeClass \"al2\" (document 2)",
+                "EC2NodeClass \"al2\" (line 57)",
             ),
             (
                 1,
@@ -91,12 +91,12 @@ const EXPECTED: &[(&str, &[ExpectedWarning])] = &[
             (
                 1,
                 "spec.template.spec.kubelet",
-                "EC2NodeClass \"bottlerocket\" (document 3)",
+                "EC2NodeClass \"bottlerocket\" (line 51)",
             ),
             (
                 2,
                 "spec.template.spec.kubelet",
-                "EC2NodeClass \"bottlerocket\" (document 3)",
+                "EC2NodeClass \"bottlerocket\" (line 51)",
             ),
             (2, "spec.disruption.expireAfter", "moved"),
             (3, "spec.amiSelectorTerms", "bottlerocket@latest"),
@@ -150,6 +150,23 @@ fn karpenter_tui(args: &[&str], stdin: Option<&str>) -> Run {
     }
 }
 
+/// The document (counting from 1) that line `line` of `text` belongs to: a `---` line
+/// after some content starts the next one. Counted here, not by the code under test.
+fn document_of_line(text: &str, line: usize) -> usize {
+    let mut doc = 1;
+    let mut content = false;
+    for l in text.lines().take(line) {
+        if l.starts_with("---") && content {
+            doc += 1;
+            content = false;
+        } else if !l.trim().is_empty() && !l.trim_start().starts_with('#') && !l.starts_with("---")
+        {
+            content = true;
+        }
+    }
+    doc
+}
+
 fn fixtures() -> Vec<String> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(FIXTURES);
     let mut names: Vec<String> = std::fs::read_dir(dir)
@@ -188,17 +205,28 @@ fn fixtures_convert_with_their_warnings_and_the_output_validates() {
                 let _ = writeln!(failures, "{name}: unexpected stderr line: {line}");
             }
         }
+        let source = std::fs::read_to_string(&file).expect("fixture");
         for (doc, path, text) in *expected {
+            // `warning: FILE:LINE: path: ...` with LINE inside document `doc`.
             let prefix = if path.is_empty() {
-                format!("warning: {file}:{doc}: ")
+                format!("warning: {file}:<line in document {doc}>: ")
             } else {
-                format!("warning: {file}:{doc}: {path}: ")
+                format!("warning: {file}:<line in document {doc}>: {path}: ")
             };
-            if !run
-                .stderr
-                .lines()
-                .any(|l| l.starts_with(&prefix) && l.contains(text))
-            {
+            let found = run.stderr.lines().any(|l| {
+                let Some(rest) = l.strip_prefix(&format!("warning: {file}:")) else {
+                    return false;
+                };
+                let Some((line, message)) = rest.split_once(": ") else {
+                    return false;
+                };
+                let in_doc = line
+                    .parse::<usize>()
+                    .is_ok_and(|n| document_of_line(&source, n) == *doc);
+                let on_path = path.is_empty() || message.starts_with(&format!("{path}: "));
+                in_doc && on_path && message.contains(text)
+            });
+            if !found {
                 let _ = writeln!(
                     failures,
                     "{name}: missing `{prefix}...{text}...`\n{}",
@@ -234,7 +262,7 @@ fn custom_ami_family_without_terms_is_an_error_naming_file_document_and_field() 
     assert!(
         run.stderr
             .lines()
-            .any(|l| l.starts_with(&format!("{file}:2: spec.amiSelectorTerms: "))),
+            .any(|l| l.starts_with(&format!("{file}:20: spec.amiSelectorTerms: "))),
         "{}",
         run.transcript()
     );
@@ -251,7 +279,8 @@ fn malformed_yaml_is_an_error_naming_file_and_document() {
     let run = karpenter_tui(&["migrate", "-f", &file], None);
     assert_eq!(run.code, Some(1), "{}", run.transcript());
     assert!(
-        run.stderr.contains(&format!("{file}:2: malformed YAML")),
+        run.stderr
+            .contains(&format!("{file}:20:1: malformed YAML: ")),
         "{}",
         run.transcript()
     );
@@ -263,7 +292,7 @@ fn empty_input_is_an_error() {
     let run = karpenter_tui(&["migrate", "-f", "-"], Some("# nothing here\n"));
     assert_eq!(run.code, Some(1), "{}", run.transcript());
     assert!(
-        run.stderr.contains("-:0: no Kubernetes objects"),
+        run.stderr.contains("-: no Kubernetes objects"),
         "{}",
         run.transcript()
     );
@@ -325,7 +354,9 @@ spec:
     let run = karpenter_tui(&["migrate", "-f", "-"], Some(&input));
     assert_eq!(run.code, Some(1), "{}", run.transcript());
     assert!(
-        run.stderr.contains("-:2: spec.template.spec.kubelet: differs from the kubelet of NodePool \"a\" (document 1)"),
+        run.stderr.contains(
+            "-:19: spec.template.spec.kubelet: differs from the kubelet of NodePool \"a\" (line 1)"
+        ),
         "{}",
         run.transcript()
     );

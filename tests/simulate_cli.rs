@@ -297,7 +297,7 @@ fn bad_scenarios_fail_before_the_run_with_file_line_and_field_path() {
     // Malformed YAML says where.
     let file = scenario_file(dir.path(), "syntax.yaml", "spec: [unclosed\n");
     let (code, _, stderr) = simulate(&[&file]);
-    if code != Some(1) || !stderr.contains("malformed YAML (line") {
+    if code != Some(1) || !stderr.contains(&format!("{file}:2:1: malformed YAML: ")) {
         failures.push(format!("syntax.yaml: exit {code:?}, stderr:\n{stderr}"));
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));

@@ -1,5 +1,5 @@
 //! Reading Karpenter objects out of multi-document YAML, with every problem reported as
-//! `source:document: field.path: message` and nothing ever panicking on input.
+//! `source:line[:column]: field.path: message` and nothing ever panicking on input.
 //!
 //! Parsing happens in two steps: YAML to a JSON value (syntax errors carry a line and
 //! column), then the value to a typed object (type errors carry the field path; unknown
@@ -13,11 +13,15 @@ use serde_json::Value;
 use super::ec2nodeclass::EC2NodeClass;
 use super::nodeclaim::NodeClaim;
 use super::nodepool::NodePool;
+use super::source_lines::SourceLines;
+use super::text::escape_controls;
+use super::yaml_limits::Located;
 
 /// One parsed YAML document of a stream.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Document {
-    /// Position in the stream, counting from 1; empty documents are not counted.
+    /// Position in the stream, counting from 1, empty documents included (the count every
+    /// YAML reader agrees on, and the key to [`SourceLines`]).
     pub index: usize,
     /// The document as a JSON value.
     pub value: Value,
@@ -65,8 +69,13 @@ pub struct Diagnostic {
     pub severity: Severity,
     /// File name, or "-" / "<stdin>" for standard input.
     pub source: String,
-    /// Document position counting from 1; 0 when the problem is with the stream itself.
+    /// Document position in the stream counting from 1 (empty documents included); 0 when
+    /// the problem is with the stream itself.
     pub document: usize,
+    /// 1-based line, when the text was read (filled in by [`Stream::locate`]).
+    pub line: Option<usize>,
+    /// 1-based column, for problems found in the text itself (syntax, input limits).
+    pub column: Option<usize>,
     /// Field path such as `spec.template.spec.requirements[2].values`; empty for the document.
     pub path: String,
     pub message: String,
@@ -77,11 +86,21 @@ impl fmt::Display for Diagnostic {
         if self.severity == Severity::Warning {
             f.write_str("warning: ")?;
         }
-        write!(f, "{}:{}: ", self.source, self.document)?;
-        if !self.path.is_empty() {
-            write!(f, "{}: ", self.path)?;
+        // Compiler style, `file:line:column: field.path: message`, with everything that
+        // came from the input escaped: a control character in a key or a kind must not
+        // reach the terminal, and a newline must not forge a second diagnostic.
+        f.write_str(&escape_controls(&self.source))?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+            if let Some(column) = self.column {
+                write!(f, ":{column}")?;
+            }
         }
-        f.write_str(&self.message)
+        f.write_str(": ")?;
+        if !self.path.is_empty() {
+            write!(f, "{}: ", escape_controls(&self.path))?;
+        }
+        f.write_str(&escape_controls(&self.message))
     }
 }
 
@@ -96,6 +115,8 @@ impl Diagnostic {
             severity: Severity::Error,
             source: source.to_string(),
             document,
+            line: None,
+            column: None,
             path: path.into(),
             message: message.into(),
         }
@@ -114,38 +135,83 @@ impl Diagnostic {
     }
 }
 
-/// Splits a YAML stream into non-empty documents. A syntax error stops the stream there
-/// (YAML cannot resynchronise) and is returned with its line and column.
-pub fn split_documents(source: &str, text: &str) -> (Vec<Document>, Option<Diagnostic>) {
-    let mut docs = Vec::new();
+/// A YAML stream read into documents, with where each field is in the text.
+#[derive(Debug, Default)]
+pub struct Stream {
+    /// The non-empty documents that read cleanly, in stream order.
+    pub documents: Vec<Document>,
+    /// Problems with the text: a syntax error or an input limit (which end the stream:
+    /// YAML cannot resynchronise), and keys written twice (which refuse their document).
+    pub errors: Vec<Diagnostic>,
+    pub lines: SourceLines,
+}
+
+impl Stream {
+    /// Gives a diagnostic found after parsing (a type error, a validation rule) the line
+    /// of its field.
+    pub fn locate(&self, mut d: Diagnostic) -> Diagnostic {
+        if d.line.is_none() {
+            d.line = self.lines.line(d.document, &d.path);
+        }
+        d
+    }
+}
+
+/// Reads a YAML stream into documents. The text is first walked once for positions and
+/// held to the input limits ([`super::yaml_limits`]); only what passed reaches the
+/// deserializer. A syntax error stops the stream there, with its line and column.
+pub fn read_stream(source: &str, text: &str) -> Stream {
+    let scan = SourceLines::scan(text);
+    let at = |line: usize, column: usize| super::input::clamp_to_text(text, line, column);
+    let located = |p: &Located| Diagnostic {
+        line: Some(at(p.line, p.column).0),
+        column: Some(at(p.line, p.column).1),
+        ..Diagnostic::error(source, p.document, p.path.clone(), p.message.clone())
+    };
+    let mut stream = Stream {
+        errors: scan.problems.iter().map(located).collect(),
+        lines: scan.lines,
+        documents: Vec::new(),
+    };
+    let refused: Vec<usize> = scan.problems.iter().map(|p| p.document).collect();
     let mut position = 0;
-    for de in serde_norway::Deserializer::from_str(text) {
+    let mut syntax_reported = false;
+    for de in serde_norway::Deserializer::from_str(&text[..scan.readable]) {
         position += 1;
         match Value::deserialize(de) {
             Ok(Value::Null) => {}
-            Ok(value) => docs.push(Document {
-                index: docs.len() + 1,
+            Ok(_) if refused.contains(&position) => {}
+            Ok(value) => stream.documents.push(Document {
+                index: position,
                 value,
             }),
             Err(e) => {
-                let at = e
-                    .location()
-                    .map(|l| format!(" (line {}, column {})", l.line(), l.column()))
-                    .unwrap_or_default();
                 let msg = strip_location(&e.to_string());
-                return (
-                    docs,
-                    Some(Diagnostic::error(
-                        source,
-                        position,
-                        "",
-                        format!("malformed YAML{at}: {msg}"),
-                    )),
-                );
+                let mut d =
+                    Diagnostic::error(source, position, "", format!("malformed YAML: {msg}"));
+                if let Some(l) = e.location() {
+                    let (line, column) = at(l.line(), l.column());
+                    d.line = Some(line);
+                    d.column = Some(column);
+                }
+                // Text cut short at a fatal problem ends where it was cut, which is not
+                // a syntax error of the user's.
+                if scan.readable == text.len() || scan.syntax.is_some() {
+                    stream.errors.push(d);
+                    syntax_reported = true;
+                }
+                break;
             }
         }
     }
-    (docs, None)
+    if let Some(p) = &scan.syntax
+        && !syntax_reported
+    {
+        let mut d = located(p);
+        d.message = format!("malformed YAML: {}", p.message);
+        stream.errors.push(d);
+    }
+    stream
 }
 
 /// serde_norway appends " at line L column C"; we print the location once, ourselves.
@@ -254,7 +320,7 @@ pub fn typed<T: serde::de::DeserializeOwned>(
                 };
                 return Err((full, format!("required field `{field}` is missing")));
             }
-            Err((path, msg))
+            Err((path, super::type_errors::in_user_words(&msg)))
         }
     }
 }
@@ -309,9 +375,19 @@ pub struct Loaded {
     /// Parsed objects with their document positions.
     pub objects: Vec<(usize, Object)>,
     pub diagnostics: Vec<Diagnostic>,
+    /// Where each field is, to locate what later checks (validation) find.
+    pub lines: SourceLines,
 }
 
 impl Loaded {
+    /// An error at a field of document `doc`, with the field's line.
+    pub fn error_at(&self, source: &str, doc: usize, path: &str, message: &str) -> Diagnostic {
+        Diagnostic {
+            line: self.lines.line(doc, path),
+            ..Diagnostic::error(source, doc, path, message)
+        }
+    }
+
     /// True when any diagnostic is an error.
     pub fn has_errors(&self) -> bool {
         self.diagnostics
@@ -324,20 +400,21 @@ impl Loaded {
 /// skipped; the others still load.
 pub fn load(source: &str, text: &str) -> Loaded {
     let mut loaded = Loaded::default();
-    let (docs, syntax) = split_documents(source, text);
-    for doc in &docs {
+    let stream = read_stream(source, text);
+    for doc in &stream.documents {
         match parse_object(source, doc) {
             Ok((obj, warnings)) => {
-                loaded.diagnostics.extend(warnings);
+                loaded
+                    .diagnostics
+                    .extend(warnings.into_iter().map(|d| stream.locate(d)));
                 loaded.objects.push((doc.index, obj));
             }
-            Err(d) => loaded.diagnostics.push(d),
+            Err(d) => loaded.diagnostics.push(stream.locate(d)),
         }
     }
-    if let Some(d) = syntax {
-        loaded.diagnostics.push(d);
-    }
-    if docs.is_empty() && !loaded.has_errors() {
+    loaded.diagnostics.extend(stream.errors);
+    loaded.lines = stream.lines;
+    if stream.documents.is_empty() && !loaded.has_errors() {
         loaded.diagnostics.push(Diagnostic::error(
             source,
             0,
@@ -389,7 +466,8 @@ spec:
         let l = load("np.yaml", &text);
         assert_eq!(
             l.objects.iter().map(|(i, _)| *i).collect::<Vec<_>>(),
-            vec![1, 2]
+            vec![1, 3],
+            "positions count the empty document, as every YAML reader does"
         );
     }
 
@@ -401,7 +479,8 @@ spec:
         assert_eq!(d.path, "spec.template.spec.requirements[0].values");
         assert!(
             d.to_string()
-                .starts_with("np.yaml:1: spec.template.spec.requirements[0].values: ")
+                .starts_with("np.yaml:9: spec.template.spec.requirements[0].values: "),
+            "{d}"
         );
     }
 
@@ -435,8 +514,13 @@ spec:
         let l = load("np.yaml", &text);
         assert_eq!(l.objects.len(), 1);
         let d = l.diagnostics.last().unwrap();
-        assert!(d.message.contains("malformed YAML (line"), "{d}");
-        assert_eq!(d.document, 2);
+        assert!(d.message.starts_with("malformed YAML: "), "{d}");
+        // At the end of the text, where the parser ran out of input looking for `]`.
+        assert_eq!(
+            (d.document, d.line, d.column),
+            (2, Some(12), Some(1)),
+            "{d}"
+        );
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! make tests flaky on a loaded machine.
 
 pub mod disruption;
+pub mod fuzz;
 pub mod render;
 pub mod scheduling;
 pub mod simulate;

@@ -176,7 +176,9 @@ impl DisruptionController {
             && let Err(err) = j.record(&e)
         {
             tracing::warn!("{err}");
-            self.journal_errors.push(err.to_string());
+            if self.journal_errors.len() < 100 {
+                self.journal_errors.push(err.to_string());
+            }
         }
         self.remember(&e);
         self.outbox.push((e, command));

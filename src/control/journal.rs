@@ -1,11 +1,15 @@
 //! The disruption journal: one JSON object per line, append-only, for every proposal,
 //! approval, rejection, pause, resume, execution, completion and withdrawal, with time and
-//! actor. Operator actions are fsynced before the call returns, so an approval survives a
-//! crash the instant the console reports it; controller entries are flushed but not synced
-//! (they are re-derived from the cluster after a restart).
+//! actor. Every entry is fsynced before the call returns: an approval survives a crash
+//! the instant the console reports it, and a post-incident review reads every step the
+//! controller took up to the crash, not what the page cache happened to flush.
+//!
+//! A crash mid-write leaves a torn last line. Opening the journal cuts it back to the
+//! last complete entry (with a warning saying how much was dropped), so the next entry
+//! starts on a line of its own instead of being glued to the fragment.
 
 use std::fs::{File, OpenOptions};
-use std::io::{self, BufRead, BufReader, Write};
+use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
@@ -25,16 +29,6 @@ pub enum Action {
     Failed,
     Withdrawn,
     Involuntary,
-}
-
-impl Action {
-    /// Actions taken by a person: synced to disk before returning.
-    pub fn is_operator(self) -> bool {
-        matches!(
-            self,
-            Action::Approved | Action::Rejected | Action::Paused | Action::Resumed
-        )
-    }
 }
 
 /// One line of the journal.
@@ -72,6 +66,7 @@ pub struct Entry {
 pub struct Journal {
     path: PathBuf,
     file: File,
+    repaired: Option<String>,
 }
 
 /// A journal error names the file.
@@ -83,25 +78,59 @@ pub struct JournalError {
     pub source: io::Error,
 }
 
+/// Every complete entry of a journal file, and what was wrong with its end.
+#[derive(Debug, Default)]
+pub struct Contents {
+    pub entries: Vec<Entry>,
+    /// The last line when it was cut short (no newline, not a whole entry): a crash while
+    /// writing. Reported, not fatal: everything before it is intact.
+    pub torn: Option<String>,
+}
+
 impl Journal {
-    /// Opens (creating if needed) the journal for appending.
+    /// Opens (creating if needed) the journal for appending, cutting a torn last line
+    /// back to the last complete entry (see [`Journal::repaired`]).
     pub fn open(path: &Path) -> Result<Journal, JournalError> {
         let err = |source| JournalError {
             path: path.display().to_string(),
             source,
         };
+        if path.is_dir() {
+            return Err(err(io::Error::other(
+                "is a directory; give a file path such as journal.jsonl",
+            )));
+        }
         let file = OpenOptions::new()
             .create(true)
+            .read(true)
             .append(true)
             .open(path)
             .map_err(err)?;
+        let repaired = cut_torn_tail(&file).map_err(err)?.map(|dropped| {
+            format!(
+                "journal {}: the last line was cut short ({dropped} bytes without an end, \
+                     likely a crash while writing); removed it, keeping every complete entry",
+                path.display()
+            )
+        });
         Ok(Journal {
             path: path.to_path_buf(),
             file,
+            repaired,
         })
     }
 
-    /// Appends one entry; syncs it when an operator took the action.
+    /// The warning when [`Journal::open`] cut a torn last line.
+    pub fn repaired(&self) -> Option<&str> {
+        self.repaired.as_deref()
+    }
+
+    /// The journal's file, for messages.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends one entry and syncs it to disk before returning.
     pub fn record(&mut self, entry: &Entry) -> Result<(), JournalError> {
         let err = |source| JournalError {
             path: self.path.display().to_string(),
@@ -110,36 +139,123 @@ impl Journal {
         let mut line = serde_json::to_vec(entry).map_err(|e| err(io::Error::other(e)))?;
         line.push(b'\n');
         self.file.write_all(&line).map_err(err)?;
-        if entry.action.is_operator() {
-            self.file.sync_data().map_err(err)?;
-        }
-        Ok(())
+        self.file.sync_data().map_err(err)
     }
 
     /// Reads every entry of a journal file; a line that does not parse is an error naming
-    /// its number.
+    /// its number, except a torn last line, which is skipped.
     pub fn read(path: &Path) -> Result<Vec<Entry>, JournalError> {
+        Journal::read_all(path).map(|c| c.entries)
+    }
+
+    /// Reads a journal for review: every complete entry, and a torn last line set aside.
+    pub fn read_all(path: &Path) -> Result<Contents, JournalError> {
         let err = |source| JournalError {
             path: path.display().to_string(),
             source,
         };
-        let f = File::open(path).map_err(err)?;
-        let mut out = Vec::new();
-        for (i, line) in BufReader::new(f).lines().enumerate() {
-            let line = line.map_err(err)?;
+        if path.is_dir() {
+            return Err(err(io::Error::other("is a directory, not a journal file")));
+        }
+        // Not held to the input limit: the journal is ours, and a long incident's is big.
+        let text = std::fs::read_to_string(path).map_err(err)?;
+        let ends_cleanly = text.is_empty() || text.ends_with('\n');
+        let lines: Vec<&str> = text.lines().collect();
+        let mut out = Contents::default();
+        for (i, line) in lines.iter().enumerate() {
             if line.trim().is_empty() {
                 continue;
             }
-            let e = serde_json::from_str(&line).map_err(|e| {
-                err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!("line {}: {e}", i + 1),
-                ))
-            })?;
-            out.push(e);
+            match serde_json::from_str(line) {
+                Ok(e) => out.entries.push(e),
+                Err(_) if i + 1 == lines.len() && !ends_cleanly => {
+                    out.torn = Some(line.to_string());
+                }
+                Err(e) => {
+                    return Err(err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!("line {}: not a journal entry: {e}", i + 1),
+                    )));
+                }
+            }
         }
         Ok(out)
     }
+}
+
+/// Truncates `file` after its last newline when the bytes after it are not a whole line;
+/// returns how many bytes were dropped.
+fn cut_torn_tail(mut file: &File) -> io::Result<Option<u64>> {
+    let len = file.metadata()?.len();
+    if len == 0 {
+        return Ok(None);
+    }
+    // Walk back from the end in blocks to the last newline.
+    const BLOCK: u64 = 64 * 1024;
+    let mut end = len;
+    let mut keep = 0;
+    let mut buf = vec![0u8; BLOCK as usize];
+    while end > 0 {
+        let start = end.saturating_sub(BLOCK);
+        let chunk = &mut buf[..(end - start) as usize];
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(chunk)?;
+        if let Some(i) = chunk.iter().rposition(|&b| b == b'\n') {
+            keep = start + i as u64 + 1;
+            break;
+        }
+        end = start;
+    }
+    if keep == len {
+        return Ok(None);
+    }
+    file.set_len(keep)?;
+    file.sync_data()?;
+    Ok(Some(len - keep))
+}
+
+/// The journal as a table for people: one line per entry, oldest first.
+pub fn table(entries: &[Entry]) -> String {
+    use crate::api::text::escape_controls;
+    let mut out = String::from(
+        "TIME                  ACTOR              ACTION       DECISION  NODES / DETAIL\n",
+    );
+    for e in entries {
+        let decision = e.decision.map(|d| format!("#{d}")).unwrap_or_default();
+        let mut what = e.nodes.join(",");
+        if let Some(m) = &e.method {
+            what = format!("{m} {what}");
+        }
+        if let Some(r) = &e.reason {
+            what = format!("{r}: {what}");
+        }
+        if !e.detail.is_empty() {
+            what = if what.is_empty() {
+                e.detail.clone()
+            } else {
+                format!("{what} ({})", e.detail)
+            };
+        }
+        if let Some(n) = &e.note {
+            what = format!("{what} \u{2014} {n:?}");
+        }
+        if let Some(s) = e.savings_per_hour.filter(|s| *s > 0.0) {
+            what = format!("{what} saves ${s:.4}/h");
+        }
+        let action = serde_json::to_value(e.action)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "{:<21} {:<18} {:<12} {:<9} {}\n",
+            e.at.format("%Y-%m-%dT%H:%M:%SZ"),
+            escape_controls(&e.actor),
+            action,
+            decision,
+            escape_controls(what.trim())
+        ));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -179,5 +295,97 @@ mod tests {
             (None, "all")
         );
         assert_eq!(entries[1].note.as_deref(), Some("db migration"));
+    }
+
+    fn pause(actor: &str) -> Entry {
+        Entry {
+            at: "2026-01-05T09:02:00Z".parse().unwrap(),
+            actor: actor.into(),
+            action: Action::Paused,
+            decision: None,
+            method: None,
+            reason: None,
+            nodes: Vec::new(),
+            nodeclaims: Vec::new(),
+            savings_per_hour: None,
+            detail: "all".into(),
+            note: None,
+        }
+    }
+
+    #[test]
+    fn a_torn_last_line_is_cut_with_a_warning_and_the_next_entry_starts_clean() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.jsonl");
+        let whole = serde_json::to_string(&pause("console:a")).unwrap();
+        std::fs::write(&path, format!("{whole}\n{{\"at\":\"2026-01-05T09:0")).unwrap();
+        // A reviewer reads every complete entry and sees the fragment set aside.
+        let c = Journal::read_all(&path).unwrap();
+        assert_eq!(c.entries.len(), 1);
+        assert_eq!(c.torn.as_deref(), Some("{\"at\":\"2026-01-05T09:0"));
+
+        let mut j = Journal::open(&path).unwrap();
+        assert_eq!(
+            j.repaired().unwrap(),
+            format!(
+                "journal {}: the last line was cut short (22 bytes without an end, likely a crash while writing); removed it, keeping every complete entry",
+                path.display()
+            )
+        );
+        j.record(&pause("console:b")).unwrap();
+        let c = Journal::read_all(&path).unwrap();
+        assert_eq!(c.torn, None);
+        let actors: Vec<_> = c.entries.iter().map(|e| e.actor.as_str()).collect();
+        assert_eq!(actors, ["console:a", "console:b"]);
+        // A clean journal is left alone.
+        assert_eq!(Journal::open(&path).unwrap().repaired(), None);
+    }
+
+    #[test]
+    fn a_journal_with_no_complete_line_is_emptied() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.jsonl");
+        std::fs::write(&path, "{\"at\"").unwrap();
+        assert!(Journal::open(&path).unwrap().repaired().is_some());
+        assert_eq!(std::fs::read(&path).unwrap(), b"");
+    }
+
+    #[test]
+    fn errors_name_the_journal_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = Journal::open(dir.path()).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            format!(
+                "journal {}: is a directory; give a file path such as journal.jsonl",
+                dir.path().display()
+            )
+        );
+        if Path::new("/dev/full").exists() {
+            let mut j = Journal::open(Path::new("/dev/full")).unwrap();
+            let e = j.record(&pause("console:a")).unwrap_err().to_string();
+            assert!(e.starts_with("journal /dev/full: "), "{e}");
+        }
+        let path = dir.path().join("bad.jsonl");
+        std::fs::write(&path, "{}\n").unwrap();
+        let e = Journal::read(&path).unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!(
+                "journal {}: line 1: not a journal entry: ",
+                path.display()
+            )),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_table_reads_one_entry_per_line() {
+        let mut e = pause("console:alice");
+        e.note = Some("db migration".into());
+        let t = table(&[e]);
+        assert_eq!(
+            t.lines().nth(1).unwrap(),
+            "2026-01-05T09:02:00Z  console:alice      paused                 all \u{2014} \"db migration\""
+        );
     }
 }

@@ -151,14 +151,14 @@ pub fn load(config: Option<&Path>, keymap: Option<&Path>) -> Loaded {
         .or_else(|| dir.as_ref().map(|d| d.join("config.toml")));
     let default_confirm = || DEFAULT_CONFIRM.iter().copied().collect::<BTreeSet<_>>();
     let (file, confirm) = match config_path {
-        Some(p) if config.is_some() || p.exists() => match std::fs::read_to_string(&p) {
+        Some(p) if config.is_some() || p.exists() => match crate::api::input::read_text(&p) {
             Ok(text) => {
                 let (file, confirm, problems) = parse(&p.display().to_string(), &text);
                 warnings.extend(problems.iter().map(Problem::to_string));
                 (file, confirm)
             }
             Err(e) => {
-                warnings.push(format!("config {}: {e}; using the defaults", p.display()));
+                warnings.push(format!("config {e}; using the defaults"));
                 (ConfigFile::default(), default_confirm())
             }
         },
@@ -171,16 +171,13 @@ pub fn load(config: Option<&Path>, keymap: Option<&Path>) -> Loaded {
     if let Some(p) = keymap_path
         && (keymap.is_some() || p.exists())
     {
-        match std::fs::read_to_string(&p) {
+        match crate::api::input::read_text(&p) {
             Ok(text) => {
                 let (k, problems) = km.overlay(&p.display().to_string(), &text);
                 km = k;
                 warnings.extend(problems.iter().map(Problem::to_string));
             }
-            Err(e) => warnings.push(format!(
-                "keymap {}: {e}; using the built-in keys",
-                p.display()
-            )),
+            Err(e) => warnings.push(format!("keymap {e}; using the built-in keys")),
         }
     }
     Loaded {

@@ -20,15 +20,17 @@ pub struct Problem {
 
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {}", self.kind, self.file)?;
+        // Keys and reasons quote the user's file: escaped, as every echo of input is.
+        use crate::api::text::escape_controls;
+        write!(f, "{} {}", self.kind, escape_controls(&self.file))?;
         if let Some(line) = self.line {
             write!(f, " line {line}")?;
         }
         write!(f, ": ")?;
         if let Some(key) = &self.key {
-            write!(f, "{key}: ")?;
+            write!(f, "{}: ", escape_controls(key))?;
         }
-        write!(f, "{}", self.reason)
+        write!(f, "{}", escape_controls(&self.reason))
     }
 }
 

@@ -155,7 +155,8 @@ pub enum ThemeError {
         builtin: String,
         searched: String,
     },
-    #[error("theme {file}: {message}")]
+    /// `message` names the file already (see [`crate::api::input::read_text`]).
+    #[error("theme {message}")]
     Io { file: String, message: String },
 }
 
@@ -418,10 +419,11 @@ impl Theme {
             searched.push(path.display().to_string());
             if looks_like_path || path.exists() {
                 let file = path.display().to_string();
-                let text = std::fs::read_to_string(&path).map_err(|e| ThemeError::Io {
-                    file: file.clone(),
-                    message: e.to_string(),
-                })?;
+                let text =
+                    crate::api::input::read_text(&path).map_err(|message| ThemeError::Io {
+                        file: file.clone(),
+                        message,
+                    })?;
                 return Ok(Theme::read(&file, &text));
             }
         }

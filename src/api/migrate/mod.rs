@@ -18,11 +18,12 @@
 
 mod ec2nodeclass;
 mod nodepool;
+mod yaml11;
 
 use serde_json::{Map, Value, json};
 
 use super::labels::{AWS_GROUP, KARPENTER_GROUP, NODEPOOL};
-use super::manifest::{Diagnostic, Document, Severity, split_documents, type_name};
+use super::manifest::{Diagnostic, Document, Severity, read_stream, type_name};
 
 /// The converted manifests and what the user should know about them.
 #[derive(Debug)]
@@ -40,8 +41,8 @@ pub struct Migrated {
 /// converted faithfully is an error, and then nothing is returned but the errors: a partial
 /// migration printed as if complete would be applied as if complete.
 pub fn migrate(source: &str, text: &str) -> Result<Migrated, Vec<Diagnostic>> {
-    let (docs, syntax) = split_documents(source, text);
-    if docs.is_empty() && syntax.is_none() {
+    let mut stream = read_stream(source, text);
+    if stream.documents.is_empty() && stream.errors.is_empty() {
         return Err(vec![Diagnostic::error(
             source,
             0,
@@ -49,9 +50,15 @@ pub fn migrate(source: &str, text: &str) -> Result<Migrated, Vec<Diagnostic>> {
             "no Kubernetes objects in input (it is empty)",
         )]);
     }
-    let mut items: Vec<Item> = docs
+    let mut items: Vec<Item> = std::mem::take(&mut stream.documents)
         .into_iter()
-        .map(|d| convert_document(source, d))
+        .map(|d| {
+            let line = stream.lines.line(d.index, "").unwrap_or(1);
+            Item {
+                line,
+                ..convert_document(source, d)
+            }
+        })
         .collect();
     move_kubelets(source, &mut items);
     fill_nodeclaim_expiry(source, &mut items);
@@ -59,9 +66,9 @@ pub fn migrate(source: &str, text: &str) -> Result<Migrated, Vec<Diagnostic>> {
     let mut yaml = String::new();
     let mut diagnostics = Vec::new();
     for item in items {
-        diagnostics.extend(item.notes);
+        diagnostics.extend(item.notes.into_iter().map(|d| stream.locate(d)));
         for value in std::iter::once(&item.value).chain(&item.appended) {
-            match serde_norway::to_string(value) {
+            match yaml11::to_yaml(value) {
                 Ok(text) => {
                     if !yaml.is_empty() {
                         yaml.push_str("---\n");
@@ -77,7 +84,7 @@ pub fn migrate(source: &str, text: &str) -> Result<Migrated, Vec<Diagnostic>> {
             }
         }
     }
-    diagnostics.extend(syntax);
+    diagnostics.extend(stream.errors.iter().cloned());
     if diagnostics.iter().any(|d| d.severity == Severity::Error) {
         return Err(diagnostics
             .into_iter()
@@ -105,6 +112,8 @@ enum Kind {
 /// One input document on its way out.
 struct Item {
     index: usize,
+    /// The line the document starts on, for messages that point at it from another.
+    line: usize,
     value: Value,
     kind: Kind,
     notes: Vec<Diagnostic>,
@@ -284,6 +293,7 @@ fn convert_document(source: &str, doc: Document) -> Item {
     };
     Item {
         index: doc.index,
+        line: 0,
         value,
         kind,
         notes: notes.diagnostics,
@@ -364,6 +374,7 @@ fn land_kubelet(source: &str, items: &mut [Item], t: usize, owners: &[&(usize, K
     let (first_item, first) = owners[0];
     let first_owner = describe(&items[*first_item]);
     let target_index = items[t].index;
+    let target_line = items[t].line;
     let name = first.node_class.as_str();
     let was_v1 = items[t].kind == Kind::V1("EC2NodeClass");
     let Some(spec) = items[t]
@@ -397,7 +408,7 @@ fn land_kubelet(source: &str, items: &mut [Item], t: usize, owners: &[&(usize, K
                 index,
                 m.path.as_str(),
                 format!(
-                    "differs from spec.kubelet already in EC2NodeClass {name:?} (document {target_index}); v1 keeps one kubelet per EC2NodeClass: reconcile them, or give this NodePool its own EC2NodeClass"
+                    "differs from spec.kubelet already in EC2NodeClass {name:?} (line {target_line}); v1 keeps one kubelet per EC2NodeClass: reconcile them, or give this NodePool its own EC2NodeClass"
                 ),
             )
         } else {
@@ -406,7 +417,7 @@ fn land_kubelet(source: &str, items: &mut [Item], t: usize, owners: &[&(usize, K
                 index,
                 m.path.as_str(),
                 format!(
-                    "moved to spec.kubelet of EC2NodeClass {name:?} (document {target_index}), where v1 keeps kubelet settings"
+                    "moved to spec.kubelet of EC2NodeClass {name:?} (line {target_line}), where v1 keeps kubelet settings"
                 ),
             )
         };
@@ -424,7 +435,7 @@ fn land_kubelet(source: &str, items: &mut [Item], t: usize, owners: &[&(usize, K
     }
 }
 
-/// "NodePool default (document 2)", for messages that point at another document.
+/// "NodePool default (line 12)", for messages that point at another document.
 fn describe(item: &Item) -> String {
     let kind = match item.kind {
         Kind::NodePool => "NodePool",
@@ -433,11 +444,7 @@ fn describe(item: &Item) -> String {
         Kind::V1(k) => k,
         Kind::Other => "document",
     };
-    format!(
-        "{kind} {:?} (document {})",
-        name_of(&item.value),
-        item.index
-    )
+    format!("{kind} {:?} (line {})", name_of(&item.value), item.line)
 }
 
 /// Gives each converted NodeClaim its NodePool's expireAfter, as upstream's NodeClaim

@@ -42,9 +42,9 @@ spec:
 ";
 
 fn docs(yaml: &str) -> Vec<Value> {
-    let (docs, err) = split_documents("out", yaml);
-    assert!(err.is_none(), "{err:?}\n{yaml}");
-    docs.into_iter().map(|d| d.value).collect()
+    let stream = read_stream("out", yaml);
+    assert!(stream.errors.is_empty(), "{:?}\n{yaml}", stream.errors);
+    stream.documents.into_iter().map(|d| d.value).collect()
 }
 
 fn join_docs(parts: &[&str]) -> String {
@@ -85,7 +85,12 @@ fn converts_a_pool_and_its_class_and_the_output_loads_as_v1() {
         .find(|w| w.path == "spec.template.spec.kubelet")
         .expect("warned");
     assert_eq!(moved.document, 1);
-    assert!(moved.message.contains("(document 2)"), "{moved}");
+    // The class's document starts on the line after the pool's and the separator.
+    let class_line = POOL.lines().count() + 2;
+    assert!(
+        moved.message.contains(&format!("(line {class_line})")),
+        "{moved}"
+    );
 }
 
 #[test]
@@ -245,7 +250,7 @@ fn errors_name_file_document_and_path_and_hide_the_output() {
     assert!(
         errs[0]
             .to_string()
-            .starts_with("nc.yaml:2: spec.amiSelectorTerms: "),
+            .starts_with("nc.yaml:26: spec.amiSelectorTerms: "),
         "{}",
         errs[0]
     );
@@ -259,16 +264,14 @@ fn malformed_yaml_and_empty_input_are_errors() {
     assert!(
         errs[0]
             .to_string()
-            .starts_with("bad.yaml:2: malformed YAML"),
+            .starts_with("bad.yaml:23:1: malformed YAML: "),
         "{}",
         errs[0]
     );
     for empty in ["", "---\n# nothing\n"] {
         let errs = migrate("-", empty).expect_err("empty");
         assert!(
-            errs[0]
-                .to_string()
-                .starts_with("-:0: no Kubernetes objects"),
+            errs[0].to_string().starts_with("-: no Kubernetes objects"),
             "{}",
             errs[0]
         );

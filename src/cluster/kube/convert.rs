@@ -125,22 +125,23 @@ pub fn decode<K: serde::de::DeserializeOwned>(
         .map_err(|(path, message)| at(path.clone(), readable(&path, &message)).of(kind, &name))
 }
 
-/// serde's "unknown variant `Foo`, expected one of `In`, `NotIn`" in the words of the
-/// field: "unknown operator Foo (expected one of In, NotIn)".
+/// A bad enum value in the words of the field: `typed` says `unknown value "Foo": expected
+/// one of In, NotIn`; an object read from the API server names the field instead:
+/// `unknown operator Foo (expected one of In, NotIn)`.
 fn readable(path: &str, message: &str) -> String {
-    let Some(rest) = message.strip_prefix("unknown variant `") else {
+    let Some(rest) = message.strip_prefix("unknown value ") else {
         return message.to_string();
     };
-    let Some((variant, expected)) = rest.split_once('`') else {
+    let Some((variant, expected)) = rest.split_once(": ") else {
         return message.to_string();
     };
+    let variant = serde_json::from_str::<String>(variant).unwrap_or_else(|_| variant.to_string());
     let field = path.rsplit('.').next().unwrap_or(path);
     let noun = match field {
         "effect" => "taint effect",
         "" => "value",
         other => other,
     };
-    let expected = expected.trim_start_matches(", ").replace('`', "");
     format!("unknown {noun} {variant} ({expected})")
 }
 

@@ -21,11 +21,22 @@ use super::sim::workloads::{Deployment, IntOrPercent, Job, PdbSpec, Replicas};
 use crate::api::manifest::{self, Document};
 use crate::api::nodepool::NodePool;
 use crate::api::source_lines::SourceLines;
+use crate::api::text::escape_controls;
 use crate::api::validation;
 use crate::engine::pod::Pod;
 use crate::engine::selector::Selector;
 pub use spec::ScenarioSpec;
 pub use timeline::{Action, TimedAction};
+
+/// The most pods one workload, or nodes one static NodePool, may ask for: five times the
+/// largest benchmark. A Deployment of 2^31 replicas grew the simulated cluster until the
+/// process was killed.
+pub const MAX_REPLICAS: i64 = 100_000;
+/// The longest run (`spec.duration`, `--until`): a year of virtual time. Longer runs
+/// took hours and printed nothing meanwhile.
+pub const MAX_RUN: TimeDelta = TimeDelta::days(366);
+/// The most documents a scenario file may hold.
+pub const MAX_DOCUMENTS: usize = 10_000;
 
 /// The apiVersion of the scenario document.
 pub const API_VERSION: &str = "karpenter-tui.dev/v1alpha1";
@@ -63,21 +74,39 @@ pub struct Scenario {
 pub struct ScenarioError {
     pub file: String,
     pub line: Option<usize>,
+    /// For problems in the text itself (syntax, input limits).
+    pub column: Option<usize>,
     pub path: String,
     pub message: String,
 }
 
+impl From<manifest::Diagnostic> for ScenarioError {
+    fn from(d: manifest::Diagnostic) -> Self {
+        ScenarioError {
+            file: d.source,
+            line: d.line,
+            column: d.column,
+            path: d.path,
+            message: d.message,
+        }
+    }
+}
+
 impl std::fmt::Display for ScenarioError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.file)?;
+        // Input text is echoed escaped (see `api::text`).
+        write!(f, "{}", escape_controls(&self.file))?;
         if let Some(l) = self.line {
             write!(f, ":{l}")?;
+            if let Some(c) = self.column {
+                write!(f, ":{c}")?;
+            }
         }
         f.write_str(": ")?;
         if !self.path.is_empty() {
-            write!(f, "{}: ", self.path)?;
+            write!(f, "{}: ", escape_controls(&self.path))?;
         }
-        f.write_str(&self.message)
+        f.write_str(&escape_controls(&self.message))
     }
 }
 
@@ -93,6 +122,7 @@ impl Errors<'_> {
         self.list.push(ScenarioError {
             file: self.file.to_string(),
             line: self.lines.line(doc, path),
+            column: None,
             path: path.to_string(),
             message: message.into(),
         });
@@ -107,20 +137,31 @@ pub const DIURNAL_1000: &str = include_str!("../../../examples/diurnal-1000.yaml
 /// Reads a scenario. Either everything in it is valid, or every problem found is
 /// returned (the run never starts half-configured).
 pub fn parse(file: &str, text: &str) -> Result<Scenario, Vec<ScenarioError>> {
-    let lines = SourceLines::new(text);
+    let stream = manifest::read_stream(file, text);
     let mut errors = Errors {
         file,
-        lines: &lines,
+        lines: &stream.lines,
         list: Vec::new(),
     };
-    let (docs, syntax) = manifest::split_documents(file, text);
-    if let Some(d) = syntax {
-        // The message carries the line and column already.
+    if !stream.errors.is_empty() {
+        // Syntax, input limits and duplicate keys: the run never starts on text that two
+        // readers could take two ways.
+        errors
+            .list
+            .extend(stream.errors.iter().cloned().map(ScenarioError::from));
+        return Err(errors.list);
+    }
+    let docs = &stream.documents;
+    if docs.len() > MAX_DOCUMENTS {
         errors.list.push(ScenarioError {
             file: file.to_string(),
             line: None,
+            column: None,
             path: String::new(),
-            message: d.message,
+            message: format!(
+                "{} documents: a scenario holds at most {MAX_DOCUMENTS} (use replicas for many pods)",
+                docs.len()
+            ),
         });
         return Err(errors.list);
     }
@@ -133,7 +174,7 @@ pub fn parse(file: &str, text: &str) -> Result<Scenario, Vec<ScenarioError>> {
     let mut daemonsets = Vec::new();
     let mut pods = Vec::new();
     let mut pdbs = Vec::new();
-    for doc in &docs {
+    for doc in docs {
         let (api_version, kind) = match (
             doc.value.get("apiVersion").and_then(Value::as_str),
             doc.value.get("kind").and_then(Value::as_str),
@@ -230,6 +271,7 @@ pub fn parse(file: &str, text: &str) -> Result<Scenario, Vec<ScenarioError>> {
         errors.list.push(ScenarioError {
             file: file.to_string(),
             line: None,
+            column: None,
             path: String::new(),
             message: format!("no {API_VERSION} Scenario document"),
         });
@@ -384,6 +426,9 @@ fn build(
         &spec.duration,
         TimeDelta::minutes(10),
     );
+    if let Err(m) = check_run_length(duration) {
+        errors.at(spec_doc, "spec.duration", m);
+    }
     let start = match spec.start.as_deref() {
         None => spec::default_start(),
         Some(s) => match s.parse::<DateTime<Utc>>() {
@@ -450,16 +495,31 @@ fn build(
         let Some(template) = template_pod(errors, *doc, &ns, &dname, &s.template) else {
             continue;
         };
-        let replicas = match spec
-            .replicas
-            .get(&dname)
-            .or_else(|| spec.replicas.get(&format!("{ns}/{dname}")))
-        {
-            Some(r) => r.to_replicas().unwrap_or_else(|(p, m)| {
-                errors.at(spec_doc, &format!("spec.replicas.{dname}{p}"), m);
-                Replicas::Fixed(0)
-            }),
-            None => Replicas::Fixed(s.replicas.unwrap_or(1).max(0) as u32),
+        let scheduled = [dname.clone(), format!("{ns}/{dname}")]
+            .into_iter()
+            .find_map(|key| spec.replicas.get_key_value(&key));
+        let replicas = match scheduled {
+            Some((key, r)) => match r.to_replicas() {
+                Ok(r) => {
+                    count(
+                        errors,
+                        spec_doc,
+                        &format!("spec.replicas.{key}"),
+                        r.most().into(),
+                    );
+                    r
+                }
+                Err((p, m)) => {
+                    errors.at(spec_doc, &format!("spec.replicas.{key}{p}"), m);
+                    Replicas::Fixed(0)
+                }
+            },
+            None => Replicas::Fixed(count(
+                errors,
+                *doc,
+                "spec.replicas",
+                s.replicas.unwrap_or(1).into(),
+            )),
         };
         deployments.push(Deployment {
             namespace: ns,
@@ -508,8 +568,18 @@ fn build(
             namespace: ns,
             name: jname,
             template,
-            completions: s.completions.unwrap_or(1).max(0) as u32,
-            parallelism: s.parallelism.unwrap_or(1).max(0) as u32,
+            completions: count(
+                errors,
+                *doc,
+                "spec.completions",
+                s.completions.unwrap_or(1).into(),
+            ),
+            parallelism: count(
+                errors,
+                *doc,
+                "spec.parallelism",
+                s.parallelism.unwrap_or(1).into(),
+            ),
             run_for,
             succeeded: 0,
             start: at,
@@ -598,8 +668,23 @@ fn build(
     for (i, entry) in spec.timeline.iter().enumerate() {
         let path = format!("spec.timeline[{i}]");
         match entry.resolve(i) {
-            Ok(t) => timeline.push(t),
+            Ok(t) => {
+                if let Action::Scale { replicas, .. } = &t.action {
+                    count(
+                        errors,
+                        spec_doc,
+                        &format!("{path}.scale.replicas"),
+                        (*replicas).into(),
+                    );
+                }
+                timeline.push(t);
+            }
             Err((p, m)) => errors.at(spec_doc, &prefixed(&path, &p), m),
+        }
+    }
+    for (doc, np) in &parts.nodepools {
+        if let Some(n) = np.spec.replicas {
+            count(errors, *doc, "spec.replicas", n);
         }
     }
     let pools: Vec<NodePool> = parts.nodepools.iter().map(|(_, p)| p.clone()).collect();
@@ -646,6 +731,44 @@ fn build(
 /// Parses a duration as scenario files and `--until` write it (90s, 10m, 24h).
 pub fn spec_duration(text: &str) -> Result<TimeDelta, String> {
     spec::duration(Some(text)).map(|d| d.unwrap_or_default())
+}
+
+/// A run's length (`spec.duration`, `--until`) within [`MAX_RUN`].
+pub fn check_run_length(d: TimeDelta) -> Result<TimeDelta, String> {
+    if d > MAX_RUN {
+        return Err(format!(
+            "{} is longer than the longest run, {}h (366 days of virtual time)",
+            crate::api::duration::format_go(d.to_std().unwrap_or_default()),
+            MAX_RUN.num_hours()
+        ));
+    }
+    Ok(d)
+}
+
+/// A replica (or completion, or static node) count within 0..=[`MAX_REPLICAS`]; an
+/// error at `path` otherwise, and the count clamped so checking can go on.
+fn count(errors: &mut Errors, doc: usize, path: &str, n: i64) -> u32 {
+    if n < 0 {
+        errors.at(
+            doc,
+            path,
+            format!(
+                "must be 0 or more (Kubernetes: must be greater than or equal to 0), found {n}"
+            ),
+        );
+        return 0;
+    }
+    if n > MAX_REPLICAS {
+        errors.at(
+            doc,
+            path,
+            format!(
+                "{n} is more than a scenario runs: at most {MAX_REPLICAS} per workload or static NodePool (the simulated cluster would grow until memory ran out)"
+            ),
+        );
+        return 0;
+    }
+    n as u32
 }
 
 #[cfg(test)]

@@ -303,6 +303,12 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         self.fresh.push(e);
     }
 
+    /// Controller steps the journal failed to record, oldest first (kept to the first
+    /// hundred: one reason repeats).
+    pub fn journal_errors(&self) -> &[String] {
+        &self.disruption.journal_errors
+    }
+
     /// Reports a problem found outside the loops (a scenario step that could not run).
     pub fn record_error(&mut self, message: String) {
         self.error(message);
