@@ -49,42 +49,24 @@ impl fmt::Display for Located {
 /// other than tab, LF and CR, DEL, C1 controls other than NEL, and U+FFFE/U+FFFF), with
 /// its line and column. Line breaks are LF, CRLF or a bare CR, as YAML counts them.
 pub fn forbidden_character(text: &str) -> Option<Located> {
-    let mut line = 1;
-    let mut column = 1;
-    let mut after_cr = false;
-    for c in text.chars() {
-        let forbidden = match c {
-            '\t' | '\n' | '\r' => false,
-            '\u{85}' => false,
-            c if (c as u32) < 0x20 => true,
-            '\u{7f}'..='\u{9f}' => true,
-            '\u{fffe}' | '\u{ffff}' => true,
-            _ => false,
-        };
-        if forbidden {
-            return Some(Located {
-                line,
-                column,
-                document: 0,
-                path: String::new(),
-                message: format!(
-                    "the control character U+{:04X} is not allowed in YAML",
-                    c as u32
-                ),
-                fatal: true,
-            });
-        }
-        match c {
-            '\n' if after_cr => {}
-            '\n' | '\r' => {
-                line += 1;
-                column = 1;
-            }
-            _ => column += 1,
-        }
-        after_cr = c == '\r';
-    }
-    None
+    let (at, c) = text.char_indices().find(|&(_, c)| match c {
+        '\t' | '\n' | '\r' | '\u{85}' => false,
+        c if (c as u32) < 0x20 => true,
+        '\u{7f}'..='\u{9f}' | '\u{fffe}' | '\u{ffff}' => true,
+        _ => false,
+    })?;
+    let (line, column) = super::input::line_and_column(&text[..at]);
+    Some(Located {
+        line,
+        column,
+        document: 0,
+        path: String::new(),
+        message: format!(
+            "the control character U+{:04X} is not allowed in YAML",
+            c as u32
+        ),
+        fatal: true,
+    })
 }
 
 /// Counts what aliases expand to, per document: each anchored node's size (itself and

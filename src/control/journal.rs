@@ -273,19 +273,10 @@ mod tests {
         )
         .unwrap();
         let mut j = Journal::open(&path).unwrap();
-        let at = "2026-01-05T09:02:00Z".parse().unwrap();
         j.record(&Entry {
-            at,
-            actor: "console:bob".into(),
-            action: Action::Paused,
-            decision: None,
-            method: None,
-            reason: None,
-            nodes: Vec::new(),
-            nodeclaims: Vec::new(),
-            savings_per_hour: None,
             detail: "nodepool/general".into(),
             note: Some("db migration".into()),
+            ..pause("console:bob")
         })
         .unwrap();
         let entries = Journal::read(&path).unwrap();
