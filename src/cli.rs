@@ -69,7 +69,7 @@ pub enum Command {
     ///
     /// Reads multi-document YAML and applies the same schema and CEL rules the CRDs carry.
     /// Prints one summary line per object; every problem is printed as
-    /// FILE:DOCUMENT: field.path: message (DOCUMENT counts YAML documents from 1).
+    /// FILE:LINE: field.path: message (FILE:LINE:COLUMN: for problems in the text itself).
     /// Exits 1 if any object is invalid.
     Validate {
         /// Manifest file to read, or "-" for standard input. Repeat for several files.
