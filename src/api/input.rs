@@ -95,8 +95,11 @@ pub fn line_and_column(before: &str) -> (usize, usize) {
 /// A parser's position moved inside `text`: a YAML parser that runs out of input on a
 /// last line without a newline reports the line after it, which no editor can show; that
 /// is the end of the last line.
-pub fn clamp_to_text(text: &str, line: usize, column: usize) -> (usize, usize) {
-    let (last_line, end_column) = line_and_column(text);
+///
+/// `end` is the text's [`line_and_column`], computed once by a caller placing several
+/// positions (each computation walks the whole text).
+pub fn clamp_to_end(end: (usize, usize), line: usize, column: usize) -> (usize, usize) {
+    let (last_line, end_column) = end;
     if line > last_line {
         (last_line, end_column)
     } else {
@@ -171,9 +174,10 @@ mod tests {
 
     #[test]
     fn positions_past_the_end_are_the_end_of_the_last_line() {
-        assert_eq!(clamp_to_text("a: 1\nkin", 3, 1), (2, 4));
-        assert_eq!(clamp_to_text("a: 1\nkin\n", 3, 1), (3, 1));
-        assert_eq!(clamp_to_text("a: 1\r\nb", 2, 2), (2, 2));
+        let clamp = |text, line, column| clamp_to_end(line_and_column(text), line, column);
+        assert_eq!(clamp("a: 1\nkin", 3, 1), (2, 4));
+        assert_eq!(clamp("a: 1\nkin\n", 3, 1), (3, 1));
+        assert_eq!(clamp("a: 1\r\nb", 2, 2), (2, 2));
     }
 
     #[test]

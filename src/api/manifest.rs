@@ -162,11 +162,19 @@ impl Stream {
 /// deserializer. A syntax error stops the stream there, with its line and column.
 pub fn read_stream(source: &str, text: &str) -> Stream {
     let scan = SourceLines::scan(text);
-    let at = |line: usize, column: usize| super::input::clamp_to_text(text, line, column);
-    let located = |p: &Located| Diagnostic {
-        line: Some(at(p.line, p.column).0),
-        column: Some(at(p.line, p.column).1),
-        ..Diagnostic::error(source, p.document, p.path.clone(), p.message.clone())
+    // The text's end, found once and only when a position must be placed.
+    let end = std::cell::OnceCell::new();
+    let at = |line: usize, column: usize| {
+        let end = *end.get_or_init(|| super::input::line_and_column(text));
+        super::input::clamp_to_end(end, line, column)
+    };
+    let located = |p: &Located| {
+        let (line, column) = at(p.line, p.column);
+        Diagnostic {
+            line: Some(line),
+            column: Some(column),
+            ..Diagnostic::error(source, p.document, p.path.clone(), p.message.clone())
+        }
     };
     let mut stream = Stream {
         errors: scan.problems.iter().map(located).collect(),
