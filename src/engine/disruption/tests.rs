@@ -568,6 +568,17 @@ fn a_reused_simulator_answers_like_fresh_solves() {
             continue;
         }
         let reused = sim.run(&pods, &[sim_input.index[n].unwrap()]);
+        // Asked again, a simulator answers the same (each run undoes its placements).
+        let again = sim.run(&pods, &[sim_input.index[n].unwrap()]);
+        assert_eq!(again.nominations, reused.nominations);
+        assert_eq!(
+            format!("{:?}", again.errors),
+            format!("{:?}", reused.errors)
+        );
+        assert_eq!(
+            format!("{:?}", again.new_nodeclaims),
+            format!("{:?}", reused.new_nodeclaims)
+        );
 
         let mut without = state.clone();
         without.nodes.remove(n);

@@ -304,11 +304,7 @@ impl Topology {
             .constraints(pod, inverse)
             .find(|g| g.id.key != labels::HOSTNAME && g.id.kind != Kind::Affinity)?;
         let pod_domains = strict.get(&g.id.key);
-        let allowed = g
-            .all()
-            .filter(|d| g.admits_domain(pod, pod_domains, d) == Some(true))
-            .map(str::to_string)
-            .collect();
+        let allowed = g.admitted_domains(pod, pod_domains);
         Some((g.id.key.clone(), allowed))
     }
 

@@ -72,7 +72,7 @@ fn change(f: &mut Fixture, code: u8, a: usize, b: usize, step: usize) {
     let s = &mut f.state;
     let nodes = s.nodes.len().max(1);
     let pods = s.pods.len().max(1);
-    match code % 15 {
+    match code % 16 {
         // A pod moves to another node.
         0 if !s.pods.is_empty() && !s.nodes.is_empty() => {
             let to = s.nodes[b % nodes].name.clone();
@@ -210,6 +210,22 @@ fn change(f: &mut Fixture, code: u8, a: usize, b: usize, step: usize) {
                 labels.insert("app".into(), "web".into());
             }
         }
+        // A pod takes all (or nearly all) the room left on a node: a verdict whose pods
+        // went there must not carry over; one whose pods went elsewhere may.
+        15 if !s.nodes.is_empty() => {
+            let i = a % nodes;
+            let node = s.nodes[i].name.clone();
+            let used: i64 = s
+                .pods
+                .iter()
+                .filter(|p| p.node_name.as_deref() == Some(node.as_str()) && !p.is_terminal())
+                .map(|p| p.requests.cpu)
+                .sum();
+            let free = s.nodes[i].allocatable.cpu - used - 100 * (b as i64 % 3);
+            if free > 0 {
+                f.pod(&format!("fill{step}"), &node, free, 256);
+            }
+        }
         _ => {}
     }
 }
@@ -219,7 +235,7 @@ proptest! {
 
     #[test]
     fn incremental_passes_match_full_passes(
-        steps in proptest::collection::vec((0u8..30, 0usize..64, 0usize..64, any::<bool>()), 1..24),
+        steps in proptest::collection::vec((0u8..32, 0usize..64, 0usize..64, any::<bool>()), 1..24),
         fast in any::<bool>(),
     ) {
         let mut f = cluster();
@@ -228,7 +244,7 @@ proptest! {
         for (step, (code, a, b, repeat)) in steps.into_iter().enumerate() {
             let options = Options { fast, ..Options::default() };
             // Half the codes change nothing: the planner must carry everything.
-            if code < 15 {
+            if code < 16 {
                 change(&mut f, code, a, b, step);
                 if code != 9 {
                     revision += 1;
