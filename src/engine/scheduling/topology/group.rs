@@ -223,27 +223,13 @@ impl Group {
         pod_domains: Option<&Requirement>,
         d: &str,
     ) -> Option<bool> {
-        if pod_domains.is_some_and(|r| !r.has(d)) {
-            return Some(false);
-        }
-        Some(match self.id.kind {
-            Kind::AntiAffinity => self.count(d) == 0,
-            Kind::Affinity => {
-                let anywhere = self
-                    .counts
-                    .iter()
-                    .any(|(x, c)| *c > 0 && pod_domains.is_none_or(|r| r.has(x)));
-                if !anywhere {
-                    return None;
-                }
-                self.count(d) > 0
-            }
-            Kind::Spread => {
-                self.knows(d)
-                    && self.count(d) + self.selects(pod) as i32 - self.min_for(pod_domains)
-                        <= self.id.max_skew
-            }
-        })
+        self.admits_domain_given(
+            pod,
+            pod_domains,
+            d,
+            || self.min_for(pod_domains),
+            || self.matches_anywhere(pod_domains),
+        )
     }
 
     /// Every known domain [`Group::admits_domain`] says yes to, with what does not depend
@@ -254,29 +240,57 @@ impl Group {
         pod: &Pod,
         pod_domains: Option<&Requirement>,
     ) -> Vec<String> {
-        let (min, selects) = match self.id.kind {
-            Kind::Spread => (self.min_for(pod_domains), self.selects(pod) as i32),
-            _ => (0, 0),
-        };
-        let anywhere = self.id.kind == Kind::Affinity
-            && self
-                .counts
-                .iter()
-                .any(|(x, c)| *c > 0 && pod_domains.is_none_or(|r| r.has(x)));
-        let admits = |d: &str| {
-            if pod_domains.is_some_and(|r| !r.has(d)) {
-                return false;
-            }
-            match self.id.kind {
-                Kind::AntiAffinity => self.count(d) == 0,
-                Kind::Affinity => anywhere && self.count(d) > 0,
-                Kind::Spread => self.knows(d) && self.count(d) + selects - min <= self.id.max_skew,
-            }
-        };
+        let min = std::cell::OnceCell::new();
+        let anywhere = std::cell::OnceCell::new();
         self.all()
-            .filter(|d| admits(d))
+            .filter(|d| {
+                let verdict = self.admits_domain_given(
+                    pod,
+                    pod_domains,
+                    d,
+                    || *min.get_or_init(|| self.min_for(pod_domains)),
+                    || *anywhere.get_or_init(|| self.matches_anywhere(pod_domains)),
+                );
+                verdict == Some(true)
+            })
             .map(str::to_string)
             .collect()
+    }
+
+    /// The rule of [`Group::admits_domain`], given how to get what does not depend on the
+    /// domain (a spread's minimum count, whether an affinity's pods are anywhere the pod
+    /// may go); each is asked for only when the rule needs it.
+    fn admits_domain_given(
+        &self,
+        pod: &Pod,
+        pod_domains: Option<&Requirement>,
+        d: &str,
+        min: impl FnOnce() -> i32,
+        anywhere: impl FnOnce() -> bool,
+    ) -> Option<bool> {
+        if pod_domains.is_some_and(|r| !r.has(d)) {
+            return Some(false);
+        }
+        Some(match self.id.kind {
+            Kind::AntiAffinity => self.count(d) == 0,
+            Kind::Affinity => {
+                if !anywhere() {
+                    return None;
+                }
+                self.count(d) > 0
+            }
+            Kind::Spread => {
+                self.knows(d)
+                    && self.count(d) + self.selects(pod) as i32 - min() <= self.id.max_skew
+            }
+        })
+    }
+
+    /// Whether some domain the pod may go to holds a pod this group counts.
+    fn matches_anywhere(&self, pod_domains: Option<&Requirement>) -> bool {
+        self.counts
+            .iter()
+            .any(|(x, c)| *c > 0 && pod_domains.is_none_or(|r| r.has(x)))
     }
 
     /// [`Group::min_count`] for a pod that may or may not constrain the key.
