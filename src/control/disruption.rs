@@ -322,6 +322,9 @@ impl DisruptionController {
             return effects;
         }
         let options = self.options();
+        // The planner hands the simulator the topology counts it keeps across polls
+        // before anything simulates.
+        self.planner.prepare(&prepared, self.revision, &options);
         // 1. Withdraw what went stale while waiting.
         let pending: Vec<(u64, Command)> = self
             .gate

@@ -57,6 +57,9 @@ pub struct Planner {
     pub(super) cache: Verdicts,
     /// The last pass, to hand out again while nothing it depends on moved.
     last: Option<(Options, Pass)>,
+    /// The bound pods' topology counts the simulations needed, kept up to date with the
+    /// nodes that change.
+    topology: super::topology_counts::TopologyCounts,
     /// Simulations run and verdicts carried over, over the planner's life.
     pub stats: Stats,
 }
@@ -171,6 +174,33 @@ impl Planner {
         options: &Options,
     ) -> Pass {
         let state = prepared.state;
+        self.prepare(prepared, revision, options);
+        if let Some(pass) = self.still_holds(state, now, options) {
+            return pass;
+        }
+        self.cache.simulated = 0;
+        self.cache.carried = 0;
+        let pass = super::plan_with(prepared, slot, now, options, &mut self.cache);
+        if let Some(sim) = slot.as_ref() {
+            self.topology.adopt(
+                sim.groups_used(),
+                state,
+                prepared.pods_by_node(),
+                self.refreshes,
+            );
+        }
+        self.stats.simulated += self.cache.simulated;
+        self.stats.carried += self.cache.carried;
+        self.last = Some((options.clone(), pass.clone()));
+        pass
+    }
+
+    /// Brings the planner up to the state `prepared` (of the owner's `revision`) and
+    /// hands `prepared` the topology counts it keeps, so that every simulator built over
+    /// it, before the pass too (the controller re-validates waiting decisions first),
+    /// starts from them. [`Planner::plan_in`] does this itself.
+    pub fn prepare(&mut self, prepared: &Prepared<'_>, revision: u64, options: &Options) {
+        let state = prepared.state;
         let knobs = Knobs::of(options);
         let same_knobs = self.world.as_ref().is_some_and(|w| w.shared.knobs == knobs);
         let sizes = (state.nodes.len(), state.pods.len());
@@ -180,16 +210,7 @@ impl Planner {
             self.revision = Some(revision);
             self.last = None;
         }
-        if let Some(pass) = self.still_holds(state, now, options) {
-            return pass;
-        }
-        self.cache.simulated = 0;
-        self.cache.carried = 0;
-        let pass = super::plan_with(prepared, slot, now, options, &mut self.cache);
-        self.stats.simulated += self.cache.simulated;
-        self.stats.carried += self.cache.carried;
-        self.last = Some((options.clone(), pass.clone()));
-        pass
+        prepared.use_group_counts(self.topology.totals());
     }
 
     /// The last pass again, at `now`, when the state (same revision) and the options are
@@ -270,6 +291,7 @@ impl Planner {
         let Some(old) = self.world.take() else {
             self.cache.clear();
             self.cache.node_pods.clear();
+            self.topology.clear();
             self.world = Some(World {
                 nodes: all_nodes(state, pods_by_node),
                 shared,
@@ -306,10 +328,29 @@ impl Planner {
         for (claim, _, _) in &changed {
             self.cache.node_pods.remove(claim);
         }
+        let index = if changed.is_empty() {
+            HashMap::new()
+        } else {
+            state.node_index()
+        };
+        self.topology.update(
+            changed.iter().map(|(claim, _, _)| claim.as_str()),
+            &index,
+            state,
+            pods_by_node,
+            self.refreshes,
+        );
         if !shared.same(&old.shared) {
             self.cache.clear();
         } else {
-            prune(&mut self.cache, &changed, &shared, state, pods_by_node);
+            prune(
+                &mut self.cache,
+                &changed,
+                &shared,
+                &index,
+                state,
+                pods_by_node,
+            );
         }
         self.world = Some(World { shared, nodes });
     }
@@ -510,6 +551,7 @@ fn prune(
     cache: &mut Verdicts,
     changed: &[Changed],
     new: &Shared,
+    index: &HashMap<&str, usize>,
     state: &ClusterState,
     pods_by_node: &[Vec<usize>],
 ) {
@@ -535,7 +577,6 @@ fn prune(
         return;
     }
     let gone: HashSet<&str> = changed.iter().map(|(k, _, _)| k.as_str()).collect();
-    let index = state.node_index();
     cache.single.retain(|claim, _| {
         if gone.contains(claim.as_str()) {
             return false;

@@ -22,6 +22,7 @@ pub mod fixture;
 pub mod incremental;
 pub mod outcome;
 mod sim_input;
+mod topology_counts;
 pub mod validation;
 
 use std::collections::{BTreeMap, HashMap, HashSet};

@@ -10,9 +10,38 @@ use std::sync::Arc;
 use crate::engine::pod::{Pod, PodKey};
 use crate::engine::resources::Resources;
 use crate::engine::scheduling::{
-    BoundPod, NodeInput, NodeLabels, PoolInput, Simulator, SolveInput,
+    BoundPod, GroupCounts, NodeInput, NodeLabels, PoolInput, Simulator, SolveInput,
 };
-use crate::engine::state::ClusterState;
+use crate::engine::state::{ClusterState, StateNode};
+
+/// Whether simulations see this node: one being deleted, or tainted by a disruption in
+/// flight, is already gone for them.
+pub fn simulated(n: &StateNode) -> bool {
+    !n.deleting && !n.is_disrupted_tainted()
+}
+
+/// The pods bound to the node at `i` that simulations count (every one not finished),
+/// none when simulations do not see the node: what the node adds to `input.bound`.
+pub fn bound_on<'a, 'p>(
+    state: &'a ClusterState,
+    i: usize,
+    pods_by_node: &'p [Vec<usize>],
+) -> impl Iterator<Item = BoundPod<'a>> + use<'a, 'p> {
+    let n = &state.nodes[i];
+    let pods = if simulated(n) {
+        &pods_by_node[i][..]
+    } else {
+        &[]
+    };
+    pods.iter()
+        .map(|&p| &state.pods[p])
+        .filter(|p| !p.is_terminal())
+        .map(move |p| BoundPod {
+            pod: p,
+            node_labels: &n.labels,
+            node_taints: &n.taints,
+        })
+}
 
 /// The scheduling input of a pass: every pool, every node not being deleted (uninitialized
 /// ones included: their capacity is on its way), every bound pod.
@@ -49,7 +78,7 @@ impl<'a> SimInput<'a> {
         let mut index = vec![None; state.nodes.len()];
         let mut uninitialized = HashMap::new();
         for (i, n) in state.nodes.iter().enumerate() {
-            if n.deleting || n.is_disrupted_tainted() {
+            if !simulated(n) {
                 continue;
             }
             if !n.initialized {
@@ -57,18 +86,10 @@ impl<'a> SimInput<'a> {
             }
             let mut requested = Resources::default();
             let mut host_ports = Vec::new();
-            for &p in &pods_by_node[i] {
-                let p = &state.pods[p];
-                if p.is_terminal() {
-                    continue;
-                }
-                requested.add(&p.requests);
-                host_ports.extend(p.host_ports.iter().cloned());
-                input.bound.push(BoundPod {
-                    pod: p,
-                    node_labels: &n.labels,
-                    node_taints: &n.taints,
-                });
+            for b in bound_on(state, i, pods_by_node) {
+                requested.add(&b.pod.requests);
+                host_ports.extend(b.pod.host_ports.iter().cloned());
+                input.bound.push(b);
             }
             index[i] = Some(input.nodes.len());
             input.nodes.push(NodeInput {
@@ -119,6 +140,9 @@ pub struct Prepared<'s> {
     sim_input: OnceCell<SimInput<'s>>,
     pending: OnceCell<Vec<&'s Pod>>,
     moving: OnceCell<HashSet<&'s PodKey>>,
+    /// Topology counts kept from earlier passes, for the simulator (see
+    /// [`Prepared::use_group_counts`]).
+    group_counts: OnceCell<Arc<GroupCounts>>,
 }
 
 impl<'s> Prepared<'s> {
@@ -129,7 +153,16 @@ impl<'s> Prepared<'s> {
             sim_input: OnceCell::new(),
             pending: OnceCell::new(),
             moving: OnceCell::new(),
+            group_counts: OnceCell::new(),
         }
+    }
+
+    /// Gives the simulator, when it is built, these counts of the bound pods per
+    /// topology group instead of counting them itself. They must be exactly this state's
+    /// (the disruption planner keeps them so). Ignored once a simulator was built or
+    /// counts were given.
+    pub fn use_group_counts(&self, counts: Arc<GroupCounts>) {
+        let _ = self.group_counts.set(counts);
     }
 
     /// [`ClusterState::pods_by_node`], once.
@@ -165,7 +198,13 @@ impl<'s> Prepared<'s> {
     /// The simulator over this state in `slot`, built there on first use. Its runs leave
     /// it as they found it, so every simulation over the state can share it.
     pub fn simulator<'a, 'p>(&'p self, slot: &'a mut SimSlot<'p>) -> &'a mut Simulator<'p> {
-        slot.get_or_insert_with(|| Simulator::new(&self.sim_input().input))
+        slot.get_or_insert_with(|| {
+            let sim = Simulator::new(&self.sim_input().input);
+            match self.group_counts.get() {
+                Some(counts) => sim.with_group_counts(Arc::clone(counts)),
+                None => sim,
+            }
+        })
     }
 }
 

@@ -36,8 +36,8 @@ use crate::engine::resources::{NODES, Resources};
 pub use claim::{ExistingSlot, PlannedClaim};
 use pinned_claims::PinnedClaims;
 pub use preferences::WorkPod;
-pub use simulator::Simulator;
 use simulator::SlotIndex;
+pub use simulator::{GroupCounts, Simulator};
 pub use template::{Template, TypeOption, offering_allowed};
 pub use topology::{BoundPod, Kind as TopologyKind, Topology};
 

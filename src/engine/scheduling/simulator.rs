@@ -13,6 +13,10 @@ use super::{
     Template, Topology, WorkPod, domain_universe, finalize, place, queue, topology,
 };
 
+/// Counts of matching bound pods per domain, by topology group: what
+/// [`Simulator::with_group_counts`] takes.
+pub type GroupCounts = HashMap<topology::GroupKey, HashMap<String, i32>>;
+
 /// A solve prepared once and run many times: the NodePool templates, the existing nodes'
 /// free room and the cluster's topology counts are built on creation, and each
 /// [`Simulator::run`] places a batch of pods with some nodes taken away, then undoes its
@@ -34,6 +38,9 @@ pub struct Simulator<'a> {
     base: Topology,
     /// Groups counted over every bound pod, by constraint, filled on first use.
     group_cache: HashMap<topology::GroupKey, topology::Group>,
+    /// Counts over every bound pod that the caller kept from earlier simulators of a
+    /// cluster that has since changed a little: a group found here is not counted again.
+    seeds: Option<Arc<GroupCounts>>,
     /// Bound pods (indices into `input.bound`) by label value, per label key, so
     /// counting a group whose selector requires a label visits only the pods that carry
     /// it. Built per key on first use, over borrowed text: indexing every label of every
@@ -190,12 +197,28 @@ impl<'a> Simulator<'a> {
             node_slot,
             base,
             group_cache: HashMap::new(),
+            seeds: None,
             bound_by_label: HashMap::new(),
             slot_index: SlotIndex::default(),
             option_prices,
             skip: Vec::new(),
             plain_claim_scan: false,
         }
+    }
+
+    /// Takes each topology group's counts over the bound pods from `counts` where it has
+    /// them, instead of counting every bound pod of the cluster (see
+    /// `disruption::topology_counts`, which keeps them from one pass to the next). The
+    /// caller promises they are exactly what counting `input.bound` gives.
+    pub fn with_group_counts(mut self, counts: Arc<GroupCounts>) -> Self {
+        self.seeds = Some(counts);
+        self
+    }
+
+    /// The topology groups this simulator has counted or been given so far: those its
+    /// runs needed.
+    pub fn groups_used(&self) -> impl Iterator<Item = &topology::GroupKey> {
+        self.group_cache.keys()
     }
 
     /// Counts a group over the bound pods, through the label index when the selector
@@ -303,11 +326,27 @@ impl<'a> Simulator<'a> {
         let bound = &input.bound;
         let cache = &mut self.group_cache;
         let by_label = &mut self.bound_by_label;
+        let seeds = self.seeds.as_deref();
         let mut make_group = |key: &topology::GroupKey, domains: Arc<BTreeSet<String>>| {
             let mut g = match cache.get(key) {
                 Some(g) => g.clone(),
                 None => {
-                    let g = Self::count_group(bound, by_label, key, domains);
+                    let g = match seeds.and_then(|s| s.get(key)) {
+                        Some(counts) => {
+                            let g = topology::Group::from_counts(key.clone(), domains, counts);
+                            #[cfg(test)]
+                            {
+                                let fresh = Self::count_group(bound, by_label, key, g.universe());
+                                assert_eq!(
+                                    g.counts(),
+                                    fresh.counts(),
+                                    "kept topology counts differ from a fresh count of {key:?}"
+                                );
+                            }
+                            g
+                        }
+                        None => Self::count_group(bound, by_label, key, domains),
+                    };
                     cache.insert(key.clone(), g.clone());
                     g
                 }

@@ -123,6 +123,57 @@ impl Group {
         g
     }
 
+    /// The group [`Group::counted`] would give over pods whose counts per domain are
+    /// `counts` (a caller that keeps counts across simulations, see
+    /// `disruption::topology_counts`): only non-zero counts, no domain registered yet.
+    pub fn from_counts(
+        id: GroupKey,
+        universe: Arc<BTreeSet<String>>,
+        counts: &HashMap<String, i32>,
+    ) -> Group {
+        let mut g = Group::new(id, universe);
+        g.counts = counts
+            .iter()
+            .filter(|(_, c)| **c != 0)
+            .map(|(d, c)| (d.clone(), *c))
+            .collect();
+        g
+    }
+
+    /// The pods of one node (all `pods` share its labels and taints) this group counts,
+    /// and the domain they count in: what the node adds to [`Group::counted`].
+    pub fn count_node<'a>(
+        &self,
+        pods: impl IntoIterator<Item = &'a BoundPod<'a>>,
+    ) -> Option<(&'a str, i32)> {
+        let mut domain = None;
+        let mut n = 0;
+        let mut node_counts: Option<bool> = None;
+        for b in pods {
+            if !self.selects(b.pod) {
+                continue;
+            }
+            let Some(d) = b.node_labels.get(&self.id.key) else {
+                continue;
+            };
+            if *node_counts.get_or_insert_with(|| self.counts_on_node(b)) {
+                domain = Some(d.as_str());
+                n += 1;
+            }
+        }
+        domain.map(|d| (d, n))
+    }
+
+    /// The domains known when the group was made.
+    pub fn universe(&self) -> Arc<BTreeSet<String>> {
+        Arc::clone(&self.universe)
+    }
+
+    /// Counts per domain (non-zero only).
+    pub fn counts(&self) -> &HashMap<String, i32> {
+        &self.counts
+    }
+
     /// [`Group::count_bound`] over many pods. With a node filter (a spread honouring the
     /// pod's node affinity) whether the group counts on a node means building the node's
     /// requirements from its labels, so that is decided once per node, not per pod; the
