@@ -206,7 +206,7 @@ impl Planner {
         let sizes = (state.nodes.len(), state.pods.len());
         if self.revision != Some(revision) || !same_knobs || self.sizes != sizes {
             self.sizes = sizes;
-            self.refresh(state, prepared.pods_by_node(), knobs);
+            self.refresh(state, prepared.pods_by_node(), prepared.pending(), knobs);
             self.revision = Some(revision);
             self.last = None;
         }
@@ -283,11 +283,17 @@ impl Planner {
     }
 
     /// Looks at the state anew and drops the verdicts its changes could have altered.
-    fn refresh(&mut self, state: &ClusterState, pods_by_node: &[Vec<usize>], knobs: Knobs) {
+    fn refresh(
+        &mut self,
+        state: &ClusterState,
+        pods_by_node: &[Vec<usize>],
+        pending: &[&Pod],
+        knobs: Knobs,
+    ) {
         self.refreshes += 1;
         let claims = std::mem::take(&mut self.dirty.claims);
         let names = std::mem::take(&mut self.dirty.names);
-        let shared = Shared::of(state, knobs);
+        let shared = Shared::of(state, pending, knobs);
         let Some(old) = self.world.take() else {
             self.cache.clear();
             self.cache.node_pods.clear();
@@ -492,7 +498,7 @@ struct NodeImage {
 }
 
 impl Shared {
-    fn of(state: &ClusterState, knobs: Knobs) -> Shared {
+    fn of(state: &ClusterState, pending: &[&Pod], knobs: Knobs) -> Shared {
         let pools = state
             .nodepools
             .iter()
@@ -505,9 +511,8 @@ impl Shared {
                 (name.clone(), image)
             })
             .collect();
-        let pending = super::pending_pods(state);
         let mut h = fingerprint_hasher();
-        for p in &pending {
+        for p in pending {
             hash_pod(p, &mut h);
         }
         Shared {
