@@ -59,7 +59,7 @@ impl TopologyCounts {
     /// nodes of `state`; a NodeClaim it lacks has gone. Rules unused for long are dropped.
     pub fn update<'c>(
         &mut self,
-        changed: impl IntoIterator<Item = &'c str> + Clone,
+        changed: impl IntoIterator<Item = &'c str>,
         index: &HashMap<&str, usize>,
         state: &ClusterState,
         pods_by_node: &[Vec<usize>],
@@ -73,14 +73,23 @@ impl TopologyCounts {
             }
             keep
         });
-        for (key, kept) in &mut self.by_node {
-            let total = totals.entry(key.clone()).or_default();
-            for claim in changed.clone() {
+        if self.by_node.is_empty() {
+            return;
+        }
+        let mut pods: Vec<BoundPod> = Vec::new();
+        for claim in changed {
+            // The node's pods are gathered once for every rule.
+            pods.clear();
+            if let Some(&i) = index.get(claim) {
+                pods.extend(bound_on(state, i, pods_by_node));
+            }
+            for (key, kept) in &mut self.by_node {
+                let Some(total) = totals.get_mut(key) else {
+                    continue;
+                };
                 if let Some((domain, n)) = kept.nodes.remove(claim) {
                     add(total, &domain, -n);
                 }
-                let Some(&i) = index.get(claim) else { continue };
-                let pods: Vec<BoundPod> = bound_on(state, i, pods_by_node).collect();
                 if let Some((domain, n)) = kept.group.count_node(&pods) {
                     add(total, domain, n);
                     kept.nodes
