@@ -49,8 +49,8 @@ impl crate::cluster::Cluster for SimCluster {
                 .map(|n| Change::Applied(Object::Node(Box::new(n.object.clone())))),
         );
         out.extend(
-            self.pods
-                .values()
+            self.pods_in_order()
+                .into_iter()
                 .map(|p| Change::Applied(Object::Pod(Box::new(p.clone())))),
         );
         if !self.console_settings.is_empty() {
