@@ -107,6 +107,10 @@ pub(super) struct Verdicts {
     /// changes (its fingerprint covers its pods and their places in the pod list) and
     /// all at once when the PDBs' selectors change.
     pub node_pods: HashMap<String, super::candidates::NodePods>,
+    /// Each node's drift verdict, by NodeClaim: dropped when the node changes (its
+    /// fingerprint covers what drift reads of it: NodeClaim labels, annotations, the
+    /// recorded and the cloud's verdicts) and all at once when a pool changes.
+    pub drifted: HashMap<String, Option<super::drift::DriftReason>>,
     pub simulated: usize,
     pub carried: usize,
     /// The last pass's ranked candidates (node index, eviction cost before lifetime).
@@ -297,6 +301,7 @@ impl Planner {
         let Some(old) = self.world.take() else {
             self.cache.clear();
             self.cache.node_pods.clear();
+            self.cache.drifted.clear();
             self.topology.clear();
             self.world = Some(World {
                 nodes: all_nodes(state, pods_by_node),
@@ -331,8 +336,12 @@ impl Planner {
         if shared.pdbs != old.shared.pdbs {
             self.cache.node_pods.clear();
         }
+        if shared.pools != old.shared.pools {
+            self.cache.drifted.clear();
+        }
         for (claim, _, _) in &changed {
             self.cache.node_pods.remove(claim);
+            self.cache.drifted.remove(claim);
         }
         let index = if changed.is_empty() {
             HashMap::new()
@@ -636,6 +645,11 @@ fn node_image(n: &StateNode, pods: &[usize], state: &ClusterState) -> NodeImage 
     n.allocatable.hash(&mut h);
     n.capacity.hash(&mut h);
     (n.initialized, n.registered, n.ready, n.deleting).hash(&mut h);
+    // What drift reads of it (kept in `Verdicts::drifted`).
+    n.claim_labels.hash(&mut h);
+    n.annotations.hash(&mut h);
+    n.foreign_drift.hash(&mut h);
+    n.nodeclass_drift.hash(&mut h);
     let mut anti = false;
     for &p in pods {
         // Positions too: what is kept per node refers to its pods by position.

@@ -238,10 +238,27 @@ fn plan_with<'p>(
     for (i, node) in state.nodes.iter().enumerate() {
         let key = &node.nodeclaim;
         let pool = state.nodepools.get(&node.nodepool);
-        let drifted = pool_drift
-            .get(node.nodepool.as_str())
-            .filter(|_| !node.deleting)
-            .and_then(|d| d.of(node));
+        let drifted = if node.deleting {
+            None
+        } else {
+            let fresh = || {
+                pool_drift
+                    .get(node.nodepool.as_str())
+                    .and_then(|d| d.of(node))
+            };
+            match cache.drifted.get(key) {
+                Some(kept) => {
+                    #[cfg(test)]
+                    assert_eq!(kept, &fresh(), "kept drift verdict of {key}");
+                    kept.clone()
+                }
+                None => {
+                    let d = fresh();
+                    cache.drifted.insert(key.clone(), d.clone());
+                    d
+                }
+            }
+        };
         if let Some(d) = &drifted {
             pass.drifted.insert(key.clone(), d.to_string());
         }
