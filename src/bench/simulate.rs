@@ -47,6 +47,8 @@ pub struct Figures {
     /// Planner audits that found a node change the controller had not reported (0
     /// unless change tracking has a hole).
     pub audit_misses: usize,
+    /// Audits that found the controller's kept index of the pods wrong (0 expected).
+    pub pod_index_misses: usize,
 }
 
 impl Figures {
@@ -146,6 +148,7 @@ pub fn run(scenario: &Scenario, until: TimeDelta, watch: bool) -> Result<Figures
         simulations: planner.simulated,
         carried: planner.carried,
         audit_misses: planner.audit_misses,
+        pod_index_misses: stats.pod_index_misses,
     })
 }
 

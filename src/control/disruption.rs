@@ -300,23 +300,30 @@ impl DisruptionController {
     /// One disruption poll at `now`: withdraw stale decisions, run a pass, propose, run
     /// what may run, advance what is in flight. Returns the changes to make to the cluster.
     pub fn tick(&mut self, state: &ClusterState, now: DateTime<Utc>) -> Vec<Effect> {
-        self.poll(state, now, true)
+        self.poll(&Prepared::new(state), now, true)
     }
 
     /// A poll without a new pass (the cluster has not changed since the last one, as
     /// upstream skips consolidation while the cluster is "consolidated"): run what may
     /// run and advance what is in flight.
     pub fn advance(&mut self, state: &ClusterState, now: DateTime<Utc>) -> Vec<Effect> {
-        self.poll(state, now, false)
+        self.poll(&Prepared::new(state), now, false)
     }
 
-    fn poll(&mut self, state: &ClusterState, now: DateTime<Utc>, pass: bool) -> Vec<Effect> {
-        // One preparation of the state (and one simulator) for every re-validation and
-        // the pass below: they all simulate against the same state.
-        let prepared = Prepared::new(state);
+    /// [`DisruptionController::tick`] (`pass`) or [`DisruptionController::advance`] over
+    /// a state the caller prepared: the controller's, with its kept index of the pods.
+    /// One preparation of the state (and one simulator) serves every re-validation and
+    /// the pass: they all simulate against the same state.
+    pub fn poll<'s>(
+        &mut self,
+        prepared: &'s Prepared<'s>,
+        now: DateTime<Utc>,
+        pass: bool,
+    ) -> Vec<Effect> {
+        let state = prepared.state;
         let mut slot = None;
         if !pass {
-            let mut effects = self.run_due(&prepared, &mut slot, now);
+            let mut effects = self.run_due(prepared, &mut slot, now);
             effects.extend(self.advance_in_flight(state, now));
             self.metrics.set_pending(self.gate.pending().count());
             return effects;
@@ -324,7 +331,7 @@ impl DisruptionController {
         let options = self.options();
         // The planner hands the simulator the topology counts it keeps across polls
         // before anything simulates.
-        self.planner.prepare(&prepared, self.revision, &options);
+        self.planner.prepare(prepared, self.revision, &options);
         // 1. Withdraw what went stale while waiting.
         let pending: Vec<(u64, Command)> = self
             .gate
@@ -332,7 +339,7 @@ impl DisruptionController {
             .map(|d| (d.id, d.command.clone()))
             .collect();
         for (id, cmd) in pending {
-            if let Err(why) = revalidate_in(&cmd, &prepared, &mut slot, now, &options) {
+            if let Err(why) = revalidate_in(&cmd, prepared, &mut slot, now, &options) {
                 self.withdraw(id, &cmd, &why, CONTROLLER, now);
             }
         }
@@ -341,7 +348,7 @@ impl DisruptionController {
         let mut held = self.gate.held(now);
         held.extend(self.orchestrator.in_flight());
         let pass = self.planner.plan_in(
-            &prepared,
+            prepared,
             &mut slot,
             self.revision,
             now,
@@ -357,7 +364,7 @@ impl DisruptionController {
         }
 
         // 4. Run what may run.
-        let mut effects = self.run_due(&prepared, &mut slot, now);
+        let mut effects = self.run_due(prepared, &mut slot, now);
         // 5. Advance the commands in flight.
         effects.extend(self.advance_in_flight(state, now));
 

@@ -6,6 +6,7 @@ pub mod catalog;
 pub mod disruption;
 pub mod features;
 pub mod pod;
+pub mod pod_places;
 pub mod provisioning;
 pub mod requirements;
 pub mod resources;

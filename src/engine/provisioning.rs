@@ -11,6 +11,7 @@ use crate::api::labels;
 use crate::engine::catalog::{CapacityType, InstanceType, Offering};
 use crate::engine::requirements::Requirements;
 use crate::engine::scheduling::{NewNodeClaim, offering_allowed};
+use crate::engine::state::is_reschedulable;
 
 /// Upstream batching defaults: a batch closes after 1 s without a new pod, or 10 s after
 /// it opened, whichever comes first (`BATCH_IDLE_DURATION`, `BATCH_MAX_DURATION`).
@@ -37,16 +38,9 @@ pub fn pods_to_schedule<'a>(
             if p.is_provisionable() {
                 return true;
             }
-            match p.node_name.as_deref() {
-                Some(node) => {
-                    node_is_deleting(node)
-                        && !p.is_daemonset()
-                        && !p.is_static()
-                        && !p.is_terminal()
-                        && p.deleting.is_none()
-                }
-                None => false,
-            }
+            p.node_name
+                .as_deref()
+                .is_some_and(|node| node_is_deleting(node) && is_reschedulable(p))
         })
         .collect()
 }

@@ -14,7 +14,12 @@ use crate::cluster::{Cluster, Write};
 use crate::control::events::EventKind;
 use crate::control::orchestration::{Effect, Phase};
 use crate::control::upstream_events;
-use crate::engine::disruption::{Block, Outcome};
+use crate::engine::disruption::{Block, Outcome, Prepared};
+use crate::engine::pod_places::PodPlaces;
+
+/// How often the controller audits its kept index of the pods: one full poll in this
+/// many (as the disruption planner audits the changes reported to it).
+const PLACES_AUDIT_EVERY: u64 = 64;
 use crate::engine::state::disrupted_taint;
 
 impl<C: Cluster, P: CloudProvider> Controller<C, P> {
@@ -47,20 +52,44 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             .min();
     }
 
+    /// Compares the kept index of the pods with one built from scratch, at one full poll
+    /// in [`PLACES_AUDIT_EVERY`] (every one in unit tests), and replaces it when they
+    /// differ: a change the index missed shows up here, counted, instead of as a wrong
+    /// decision.
+    fn audit_places(&mut self) {
+        self.places_unaudited += 1;
+        if !cfg!(test) && self.places_unaudited < PLACES_AUDIT_EVERY {
+            return;
+        }
+        self.places_unaudited = 0;
+        let fresh = PodPlaces::of(&self.state.pods);
+        if fresh != self.places {
+            tracing::error!("the kept index of the pods had drifted from the pods; rebuilt it");
+            self.stats.pod_index_misses += 1;
+            self.places = fresh;
+        }
+    }
+
     pub(super) async fn disruption_poll(&mut self, now: DateTime<Utc>, full: bool) {
         self.set_holds();
+        if full {
+            self.audit_places();
+        }
         let state = Arc::clone(&self.state);
         self.disruption.explain = self.snapshot_tx.receiver_count() > 0;
         self.disruption.revision = self.generation;
-        let effects = if full {
-            self.last_pass = Some((now, self.generation));
-            let began = std::time::Instant::now();
-            let effects = self.disruption.tick(&state, now);
-            self.stats.passes += 1;
-            self.stats.pass_seconds += began.elapsed().as_secs_f64();
-            effects
-        } else {
-            self.disruption.advance(&state, now)
+        let effects = {
+            let prepared = Prepared::placed(&state, &self.places);
+            if full {
+                self.last_pass = Some((now, self.generation));
+                let began = std::time::Instant::now();
+                let effects = self.disruption.poll(&prepared, now, true);
+                self.stats.passes += 1;
+                self.stats.pass_seconds += began.elapsed().as_secs_f64();
+                effects
+            } else {
+                self.disruption.poll(&prepared, now, false)
+            }
         };
         // Shared while it changes, the state would be copied whole.
         drop(state);
@@ -328,9 +357,9 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                 });
                 if let Some((pod, at)) = held_until.get(claim.as_str()) {
                     let uid = self
-                        .pod_pos
-                        .get(*pod)
-                        .map_or("", |&i| self.state.pods[i].uid.as_str());
+                        .places
+                        .position(pod)
+                        .map_or("", |i| self.state.pods[i].uid.as_str());
                     let at = at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
                     notices.push(upstream_events::do_not_disrupt_until(pod, uid, &at));
                 }

@@ -14,6 +14,7 @@ use crate::cloud::CloudProvider;
 use crate::cluster::{Change, Cluster, NodeClaimObject, NodeObject, Object, ObjectRef};
 use crate::control::events::EventKind;
 use crate::engine::pod::Pod;
+use crate::engine::pod_places::PodPlaces;
 use crate::engine::resources::Resources;
 use crate::engine::state::{ClusterState, StateNode};
 
@@ -118,6 +119,14 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         self.generation += 1;
         self.changes += 1;
         Arc::make_mut(&mut self.state)
+    }
+
+    /// The state to change its pods, with the index of where they are: the two change
+    /// together, through [`PodPlaces::upsert`] and [`PodPlaces::remove`] only.
+    fn pods_mut(&mut self) -> (&mut ClusterState, &mut PodPlaces) {
+        self.generation += 1;
+        self.changes += 1;
+        (Arc::make_mut(&mut self.state), &mut self.places)
     }
 
     /// Applies every pending change from the cluster.
@@ -235,17 +244,20 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                 }
             }
             ObjectRef::Pod(key) => {
-                if let Some(i) = self.pod_pos.remove(&key) {
-                    let s = self.state_mut();
-                    let removed = s.pods.swap_remove(i);
+                let removed = if self.places.position(&key).is_some() {
+                    let (state, places) = self.pods_mut();
+                    places.remove(&mut state.pods, &key)
+                } else {
+                    None
+                };
+                if let Some(removed) = removed {
                     // The last pod took its place: its node lists its pods in a new order.
-                    let moved = s.pods.get(i).map(|p| (p.key.clone(), p.node_name.clone()));
-                    if let Some((k, node)) = moved {
-                        self.pod_pos.insert(k, i);
+                    if let Some(i) = removed.moved_to {
+                        let node = self.state.pods[i].node_name.clone();
                         self.pods_changed_on(node.as_deref());
                     }
-                    self.pods_changed_on(removed.node_name.as_deref());
-                    self.touch_node_of(&removed, now);
+                    self.pods_changed_on(removed.pod.node_name.as_deref());
+                    self.touch_node_of(&removed.pod, now);
                 }
                 self.nominated.remove(&key);
                 self.unschedulable.remove(&key);
@@ -278,27 +290,19 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         }
         let key = pod.key.clone();
         let old_node = self
-            .pod_pos
-            .get(&key)
-            .and_then(|&i| self.state.pods[i].node_name.clone());
+            .places
+            .position(&key)
+            .and_then(|i| self.state.pods[i].node_name.clone());
         let provisionable = pod.is_provisionable();
         self.pods_changed_on(old_node.as_deref());
         self.pods_changed_on(pod.node_name.as_deref());
         let bound_now = pod.node_name.clone().filter(|_| old_node.is_none());
-        match self.pod_pos.get(&key).copied() {
-            Some(i) => self.state_mut().pods[i] = pod,
-            None => {
-                let s = self.state_mut();
-                s.pods.push(pod);
-                let i = s.pods.len() - 1;
-                self.pod_pos.insert(key.clone(), i);
-            }
-        }
-        if let Some(node) = bound_now {
+        let (state, places) = self.pods_mut();
+        places.upsert(&mut state.pods, pod);
+        if let (Some(node), Some(i)) = (bound_now, self.places.position(&key)) {
             self.nominated.remove(&key);
             self.unschedulable.remove(&key);
             self.announced_pending.remove(&key);
-            let i = self.pod_pos[&key];
             let p = self.state.pods[i].clone();
             self.touch_node_of(&p, now);
             if !p.is_daemonset() {

@@ -80,9 +80,9 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
     /// creation until now.
     pub(super) fn measure_pod(&self, pod: &Pod, now: DateTime<Utc>) {
         let was = self
-            .pod_pos
-            .get(&pod.key)
-            .map(|&i| self.state.pods[i].phase);
+            .places
+            .position(&pod.key)
+            .map(|i| self.state.pods[i].phase);
         if was == Some(Phase::Pending) && pod.phase == Phase::Running {
             let seconds = (now - pod.created).num_milliseconds().max(0) as f64 / 1000.0;
             self.disruption.metrics.pod_started(seconds, now);

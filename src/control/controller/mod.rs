@@ -58,6 +58,7 @@ use crate::cloud::CloudProvider;
 use crate::cluster::Cluster;
 use crate::engine::approval::Scope;
 use crate::engine::pod::PodKey;
+use crate::engine::pod_places::PodPlaces;
 use crate::engine::provisioning::{Batcher, UnavailableOfferings};
 use crate::engine::state::ClusterState;
 
@@ -101,7 +102,10 @@ pub struct Controller<C: Cluster, P: CloudProvider> {
     /// Every node, by NodeClaim: the one identity index.
     registry: registry::NodeRegistry,
     state: Arc<ClusterState>,
-    pod_pos: HashMap<PodKey, usize>,
+    /// Where each of `state.pods` is (by key, by Node name, unbound), changed with it.
+    places: PodPlaces,
+    /// Full polls since the kept `places` were last audited against a fresh index.
+    places_unaudited: u64,
     generation: u64,
 
     batcher: Batcher,
@@ -181,6 +185,9 @@ pub struct Stats {
     pub disruptions: std::collections::BTreeMap<String, usize>,
     /// Errors reported (talking to the cluster or the cloud).
     pub errors: usize,
+    /// Audits that found the kept index of the pods (`PodPlaces`) different from one
+    /// built from scratch (each one replaced it; a test keeps this at zero).
+    pub pod_index_misses: usize,
     /// When `cost` was last brought up to date.
     cost_at: Option<DateTime<Utc>>,
 }
@@ -203,7 +210,8 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             start: settings.start,
             registry: registry::NodeRegistry::default(),
             state: Arc::new(ClusterState::default()),
-            pod_pos: HashMap::new(),
+            places: PodPlaces::default(),
+            places_unaudited: 0,
             generation: 0,
             batcher: Batcher::default(),
             unavailable: UnavailableOfferings::default(),

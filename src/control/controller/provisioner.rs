@@ -16,11 +16,11 @@ use crate::engine::scheduling::solve;
 impl<C: Cluster, P: CloudProvider> Controller<C, P> {
     pub(super) async fn provision(&mut self, now: DateTime<Utc>) {
         let state = std::sync::Arc::clone(&self.state);
-        let pods = crate::engine::disruption::pending_pods(&state);
+        let pods = self.places.pending(&state);
         if pods.is_empty() {
             return;
         }
-        let pods_by_node = state.pods_by_node();
+        let pods_by_node = self.places.by_node(&state);
         let mut sim = SimInput::new(&state, &pods_by_node);
         sim.input.min_values_policy = self.min_values_policy;
         let results = solve(&sim.input, &pods);

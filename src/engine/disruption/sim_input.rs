@@ -8,6 +8,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::engine::pod::{Pod, PodKey};
+use crate::engine::pod_places::PodPlaces;
 use crate::engine::resources::Resources;
 use crate::engine::scheduling::{
     BoundPod, GroupCounts, NodeInput, NodeLabels, PoolInput, Simulator, SolveInput,
@@ -136,6 +137,10 @@ impl<'a> SimInput<'a> {
 /// simulations themselves.
 pub struct Prepared<'s> {
     pub state: &'s ClusterState,
+    /// The owner's kept index of where the state's pods are, when it keeps one: the pods
+    /// by node and the pending pods are read from it instead of found by a walk over
+    /// every pod.
+    places: Option<&'s PodPlaces>,
     pods_by_node: OnceCell<Vec<Vec<usize>>>,
     sim_input: OnceCell<SimInput<'s>>,
     pending: OnceCell<Vec<&'s Pod>>,
@@ -149,11 +154,22 @@ impl<'s> Prepared<'s> {
     pub fn new(state: &'s ClusterState) -> Prepared<'s> {
         Prepared {
             state,
+            places: None,
             pods_by_node: OnceCell::new(),
             sim_input: OnceCell::new(),
             pending: OnceCell::new(),
             moving: OnceCell::new(),
             group_counts: OnceCell::new(),
+        }
+    }
+
+    /// Like [`Prepared::new`], reading the pods by node and the pending pods from
+    /// `places`, which must be exactly the index of `state.pods` (the controller keeps it
+    /// so, and audits it).
+    pub fn placed(state: &'s ClusterState, places: &'s PodPlaces) -> Prepared<'s> {
+        Prepared {
+            places: Some(places),
+            ..Prepared::new(state)
         }
     }
 
@@ -167,7 +183,10 @@ impl<'s> Prepared<'s> {
 
     /// [`ClusterState::pods_by_node`], once.
     pub fn pods_by_node(&self) -> &[Vec<usize>] {
-        self.pods_by_node.get_or_init(|| self.state.pods_by_node())
+        self.pods_by_node.get_or_init(|| match self.places {
+            Some(places) => places.by_node(self.state),
+            None => self.state.pods_by_node(),
+        })
     }
 
     /// The scheduling input of the state, once.
@@ -178,7 +197,10 @@ impl<'s> Prepared<'s> {
 
     /// [`pending_pods`], once.
     pub fn pending(&self) -> &[&'s Pod] {
-        self.pending.get_or_init(|| pending_pods(self.state))
+        self.pending.get_or_init(|| match self.places {
+            Some(places) => places.pending(self.state),
+            None => pending_pods(self.state),
+        })
     }
 
     /// [`moving_pods`] of the pending pods, once.

@@ -1,6 +1,8 @@
 //! The controller reports every node it changes to the disruption planner, which then
 //! fingerprints only those nodes. A missed report would let a stale verdict stand, so
-//! these runs audit the reports at every pass against a full look and expect no miss.
+//! these runs audit the reports at every pass against a full look and expect no miss. The
+//! controller's kept index of the pods is audited at every full poll of a unit-test build
+//! (and every answer it gives checked against the definitions).
 
 use chrono::TimeDelta;
 
@@ -15,6 +17,8 @@ fn audited(text: &str, d: TimeDelta) {
     let stats = s.controller.disruption.planner_stats();
     assert!(stats.simulated > 0, "{stats:?}");
     assert_eq!(stats.audit_misses, 0, "{stats:?}");
+    // The kept index of the pods was audited at every full poll too.
+    assert_eq!(s.controller.stats().pod_index_misses, 0);
 }
 
 /// The demo: drift, expiry, spot, pools with limits, pods coming, going and moving.
