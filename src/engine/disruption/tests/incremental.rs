@@ -72,7 +72,7 @@ fn change(f: &mut Fixture, code: u8, a: usize, b: usize, step: usize) {
     let s = &mut f.state;
     let nodes = s.nodes.len().max(1);
     let pods = s.pods.len().max(1);
-    match code % 16 {
+    match code % CHANGES {
         // A pod moves to another node.
         0 if !s.pods.is_empty() && !s.nodes.is_empty() => {
             let to = s.nodes[b % nodes].name.clone();
@@ -226,16 +226,64 @@ fn change(f: &mut Fixture, code: u8, a: usize, b: usize, step: usize) {
                 f.pod(&format!("fill{step}"), &node, free, 256);
             }
         }
+        // What drift reads of a node: the cloud's verdict, the hash stamped at launch, a
+        // NodeClaim label the default pool's requirements may exclude, another
+        // controller's recorded verdict.
+        16 if !s.nodes.is_empty() => {
+            let n = &mut s.nodes[a % nodes];
+            n.nodeclass_drift = match n.nodeclass_drift {
+                None => Some("AMIDrift".into()),
+                Some(_) => None,
+            };
+        }
+        17 if !s.nodes.is_empty() => {
+            let n = &mut s.nodes[a % nodes];
+            n.annotations
+                .insert(labels::NODEPOOL_HASH.into(), format!("stale-{b}"));
+        }
+        18 if !s.nodes.is_empty() => {
+            let n = &mut s.nodes[a % nodes];
+            let value = ["m", "small", "gone"][b % 3];
+            n.claim_labels
+                .insert(labels::INSTANCE_TYPE.into(), value.into());
+        }
+        19 if !s.nodes.is_empty() => {
+            let n = &mut s.nodes[a % nodes];
+            n.foreign_drift = match n.foreign_drift {
+                None => Some(b.is_multiple_of(2).then(|| "Drifted".to_string())),
+                Some(_) => None,
+            };
+        }
+        // The default pool's requirements narrow to some instance types, or widen again.
+        20 => {
+            let p = s.nodepools.get_mut("default").expect("default pool");
+            p.spec.template.spec.requirements = if a.is_multiple_of(2) {
+                vec![]
+            } else {
+                vec![NodeSelectorRequirementWithMinValues {
+                    key: labels::INSTANCE_TYPE.into(),
+                    operator: Operator::In,
+                    values: vec!["m".into(), "big".into(), "small".into()][..1 + b % 3].to_vec(),
+                    min_values: None,
+                }]
+            };
+        }
         _ => {}
     }
 }
+
+/// How many kinds of change [`change`] makes.
+const CHANGES: u8 = 21;
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
     #[test]
     fn incremental_passes_match_full_passes(
-        steps in proptest::collection::vec((0u8..32, 0usize..64, 0usize..64, any::<bool>()), 1..24),
+        steps in proptest::collection::vec(
+            (0u8..2 * CHANGES, 0usize..64, 0usize..64, any::<bool>()),
+            1..24,
+        ),
         fast in any::<bool>(),
     ) {
         let mut f = cluster();
@@ -244,7 +292,7 @@ proptest! {
         for (step, (code, a, b, repeat)) in steps.into_iter().enumerate() {
             let options = Options { fast, ..Options::default() };
             // Half the codes change nothing: the planner must carry everything.
-            if code < 16 {
+            if code < CHANGES {
                 change(&mut f, code, a, b, step);
                 if code != 9 {
                     revision += 1;
