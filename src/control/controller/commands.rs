@@ -3,7 +3,6 @@
 //! reports, carrying out the commands' effects against the cluster, failing a command the
 //! moment its replacement fails, and turning the journal into events.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -286,76 +285,59 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         let Some(pass) = self.disruption.last_pass.as_ref() else {
             return;
         };
-        let mut now_blocked: HashMap<String, (std::mem::Discriminant<Block>, String)> =
-            HashMap::new();
-        let mut upstream: HashMap<String, &'static str> = HashMap::new();
-        let mut unseen: HashSet<&str> = HashSet::new();
-        // Pods whose do-not-disrupt duration holds their node, and until when.
-        let mut held_until: HashMap<&str, (&crate::engine::pod::PodKey, DateTime<Utc>)> =
-            HashMap::new();
-        for (claim, outcome) in &pass.outcomes {
-            let Outcome::Blocked(block) = outcome else {
-                continue;
-            };
-            if let Block::PodDoNotDisrupt {
-                pod,
-                until: Some(at),
-            } = block
-            {
-                held_until.insert(claim.as_str(), (pod, *at));
-            }
-            if matches!(block, Block::NotEvaluated) {
-                // A fast pass did not look: the last word on the node still stands.
-                unseen.insert(claim.as_str());
-                continue;
-            }
-            if block.is_transient()
-                || matches!(
-                    block,
-                    Block::ConsolidateAfter { .. } | Block::Nominated { .. }
-                )
-            {
-                continue;
-            }
-            now_blocked.insert(
-                claim.clone(),
-                (std::mem::discriminant(block), block.to_string()),
-            );
-            // Upstream reports a budget on the NodePool, not on each node, and a move a
-            // Balanced pool's score rejects with a metric only, no Event
-            // (disruption/balanced.go: rejections would bury the approvals).
-            if !matches!(block, Block::Budget { .. } | Block::BalancedScore { .. }) {
-                upstream.insert(claim.clone(), block.event_reason());
-            }
-        }
         // Once per node and kind of block: counts and times in the words change every
-        // pass without telling the operator anything new.
-        let mut fresh: Vec<(String, String)> = Vec::new();
+        // pass without telling the operator anything new. Only a new kind is put in
+        // words (every node's outcome is looked at each pass).
+        let mut fresh: Vec<(String, &Block)> = Vec::new();
         for r in self.registry.records_mut() {
-            if unseen.contains(r.claim.name.as_str()) {
+            let block = match pass.outcomes.get(&r.claim.name) {
+                Some(Outcome::Blocked(b)) => Some(b),
+                _ => None,
+            };
+            if matches!(block, Some(Block::NotEvaluated)) {
+                // A fast pass did not look: the last word on the node still stands.
                 continue;
             }
-            let now = now_blocked.remove(&r.claim.name);
-            if let Some((kind, words)) = &now
-                && r.reported_block.as_ref().is_none_or(|(k, _)| k != kind)
+            let now = block.filter(|b| announced(b));
+            let kind = now.map(std::mem::discriminant);
+            if let Some(b) = now
+                && r.reported_block != kind
             {
-                fresh.push((r.claim.name.clone(), words.clone()));
+                fresh.push((r.claim.name.clone(), b));
             }
-            r.reported_block = now;
+            r.reported_block = kind;
         }
-        fresh.sort();
+        fresh.sort_by(|a, b| a.0.cmp(&b.0));
+        let fresh: Vec<(String, &Block, String)> = fresh
+            .into_iter()
+            .map(|(claim, b)| {
+                let words = b.to_string();
+                (claim, b, words)
+            })
+            .collect();
         let mut notices = Vec::new();
         if self.noticing() {
-            for (claim, words) in &fresh {
+            for (claim, block, words) in &fresh {
                 let node = self.registry.get(claim).and_then(|r| r.node.clone());
-                notices.extend(match upstream.get(claim) {
-                    Some(&"Unconsolidatable") => {
+                // Upstream reports a budget on the NodePool, not on each node, and a move
+                // a Balanced pool's score rejects with a metric only, no Event
+                // (disruption/balanced.go: rejections would bury the approvals).
+                let upstream =
+                    (!matches!(block, Block::Budget { .. } | Block::BalancedScore { .. }))
+                        .then(|| block.event_reason());
+                notices.extend(match upstream {
+                    Some("Unconsolidatable") => {
                         upstream_events::unconsolidatable(node.as_deref(), claim, words)
                     }
                     Some(_) => upstream_events::blocked(node.as_deref(), claim, words),
                     None => Vec::new(),
                 });
-                if let Some((pod, at)) = held_until.get(claim.as_str()) {
+                // A pod whose do-not-disrupt duration holds the node, and until when.
+                if let Block::PodDoNotDisrupt {
+                    pod,
+                    until: Some(at),
+                } = block
+                {
                     let uid = self
                         .places
                         .position(pod)
@@ -388,6 +370,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                 }
             }
         }
+        let fresh: Vec<(String, String)> = fresh.into_iter().map(|(c, _, w)| (c, w)).collect();
         self.post(notices);
         for (claim, reason) in fresh {
             let node = self.node_name(&claim);
@@ -476,4 +459,14 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             self.emit(kind);
         }
     }
+}
+
+/// Whether a node's block is announced as a DisruptionBlocked event: waits that end by
+/// themselves (consolidateAfter, a nomination, initialization, deletion) are not.
+fn announced(block: &Block) -> bool {
+    !block.is_transient()
+        && !matches!(
+            block,
+            Block::ConsolidateAfter { .. } | Block::Nominated { .. }
+        )
 }

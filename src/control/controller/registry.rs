@@ -46,9 +46,9 @@ pub(super) struct NodeRecord {
     /// When the last drain refusal was reported (upstream dedupes FailedDraining for
     /// 2 minutes), and what it said.
     pub drain_reported: Option<(DateTime<Utc>, String)>,
-    /// The last `DisruptionBlocked` reported: its kind of block and its words (reported
-    /// again only when the kind changes).
-    pub reported_block: Option<(std::mem::Discriminant<Block>, String)>,
+    /// The kind of block of the last `DisruptionBlocked` reported (reported again only
+    /// when the kind changes).
+    pub reported_block: Option<std::mem::Discriminant<Block>>,
     /// Registration's and initialization's Node writes succeeded (each is made once;
     /// a failed one is tried again next round).
     pub registration_written: bool,
