@@ -97,11 +97,15 @@ impl PodPlaces {
     /// [`ClusterState::pods_by_node`] of `state`, read from the index. As there, when
     /// two nodes share a name the last of them lists the pods.
     pub fn by_node(&self, state: &ClusterState) -> Vec<Vec<usize>> {
-        let mut seen: HashSet<&str, FixedState> = HashSet::default();
+        // Two nodes of one name find the same list: known by where it starts, so no name
+        // is hashed twice.
+        let mut taken: HashSet<*const usize, FixedState> =
+            HashSet::with_capacity_and_hasher(state.nodes.len(), FixedState::default());
         let mut out = vec![Vec::new(); state.nodes.len()];
         for (i, n) in state.nodes.iter().enumerate().rev() {
-            if seen.insert(n.name.as_str()) {
-                out[i] = self.on_node(&n.name).to_vec();
+            let list = self.on_node(&n.name);
+            if !list.is_empty() && taken.insert(list.as_ptr()) {
+                out[i] = list.to_vec();
             }
         }
         #[cfg(test)]

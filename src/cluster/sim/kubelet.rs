@@ -52,9 +52,9 @@ impl SimCluster {
         let now = self.now;
         let due: Vec<&SimInstance> = instances
             .filter(|i| {
-                !self.registered.contains(&i.instance.provider_id)
-                    && i.running_at + self.settings.registration_delay <= now
+                i.running_at + self.settings.registration_delay <= now
                     && i.reclaim_at.is_none_or(|t| t > now)
+                    && !self.registered.contains(&i.instance.provider_id)
             })
             .collect();
         for i in due {

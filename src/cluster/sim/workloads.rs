@@ -159,23 +159,51 @@ impl PdbSpec {
     /// running) pods above what must stay available. Mirrors the disruption controller:
     /// expected pods are the selected pods that are not terminating or finished.
     pub fn disruptions_allowed<'a>(&self, pods: impl Iterator<Item = &'a Pod>) -> i32 {
-        let mut expected = 0;
-        let mut healthy = 0;
-        for p in pods.filter(|p| self.selects(p)) {
-            if p.deleting.is_some() || p.is_terminal() {
-                continue;
-            }
-            expected += 1;
-            if p.node_name.is_some() && p.phase == Phase::Running {
-                healthy += 1;
-            }
+        let mut counted = PdbCounts::default();
+        for p in pods {
+            counted.add(self.counts(p), true);
         }
+        self.allowed(counted)
+    }
+
+    /// What `p` adds to the PDB's expected and healthy pods: the simulated cluster keeps
+    /// the sums as pods change instead of walking every pod at each change.
+    pub fn counts(&self, p: &Pod) -> PdbCounts {
+        if !self.selects(p) || p.deleting.is_some() || p.is_terminal() {
+            return PdbCounts::default();
+        }
+        PdbCounts {
+            expected: 1,
+            healthy: i32::from(p.node_name.is_some() && p.phase == Phase::Running),
+        }
+    }
+
+    /// `status.disruptionsAllowed` for these counts of its pods.
+    pub fn allowed(&self, counts: PdbCounts) -> i32 {
+        let PdbCounts { expected, healthy } = counts;
         let desired_healthy = match (self.min_available, self.max_unavailable) {
             (Some(min), _) => min.scaled(expected),
             (None, Some(max)) => expected - max.scaled(expected),
             (None, None) => expected,
         };
         (healthy - desired_healthy).max(0)
+    }
+}
+
+/// A PDB's selected pods that count: expected (not terminating or finished) and, of
+/// those, healthy (bound and running).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PdbCounts {
+    pub expected: i32,
+    pub healthy: i32,
+}
+
+impl PdbCounts {
+    /// Adds (`up`) or takes out `other`.
+    pub fn add(&mut self, other: PdbCounts, up: bool) {
+        let sign = if up { 1 } else { -1 };
+        self.expected += sign * other.expected;
+        self.healthy += sign * other.healthy;
     }
 }
 
