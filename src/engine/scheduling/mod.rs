@@ -19,6 +19,7 @@ mod pinned_claims;
 mod preferences;
 mod queue;
 mod simulator;
+mod slot_room;
 pub mod template;
 pub mod topology;
 
@@ -172,6 +173,7 @@ fn place(
     i: usize,
     w: &WorkPod,
     slots: &mut [ExistingSlot],
+    room: &mut slot_room::SlotRoom,
     skip: &[bool],
     slot_index: &mut SlotIndex,
     claims: &mut Vec<PlannedClaim>,
@@ -197,20 +199,19 @@ fn place(
         Some(list) => {
             for s in list {
                 if !skip[s] && slots[s].try_add(topology, w, i, &inverse) {
+                    room.set(s, &slots[s].available);
                     return Ok(Some(s));
                 }
             }
         }
         None => {
-            for (k, (s, _)) in slots
-                .iter_mut()
-                .zip(skip)
-                .enumerate()
-                .filter(|(_, (_, skip))| !**skip)
-            {
-                if s.try_add(topology, w, i, &inverse) {
-                    return Ok(Some(k));
-                }
+            // First fit in slot order, over the slots with the CPU and memory to spare.
+            let found = room
+                .with_room(&w.pod.requests)
+                .find(|&k| !skip[k] && slots[k].try_add(topology, w, i, &inverse));
+            if let Some(k) = found {
+                room.set(k, &slots[k].available);
+                return Ok(Some(k));
             }
         }
     }

@@ -8,6 +8,7 @@ use crate::engine::pod::Pod;
 use crate::engine::resources::Resources;
 
 use super::node_memo::node_derived;
+use super::slot_room::SlotRoom;
 use super::{
     BoundPod, ExistingSlot, Limits, MinValuesPolicy, Nomination, PlannedClaim, Results, SolveInput,
     Template, Topology, WorkPod, domain_universe, finalize, place, queue, topology,
@@ -30,6 +31,8 @@ pub struct Simulator<'a> {
     prefer_no_schedule: bool,
     remaining: Vec<Option<Limits>>,
     slots: Vec<ExistingSlot>,
+    /// The slots' free CPU and memory, to pass over full ones (kept with `slots`).
+    room: SlotRoom,
     /// Each slot's host-port count before any run, to undo placements.
     slot_ports: Vec<usize>,
     /// Input node index -> slot index.
@@ -161,6 +164,7 @@ impl<'a> Simulator<'a> {
             })
             .collect();
         let slot_ports = slots.iter().map(|s| s.host_ports.len()).collect();
+        let room = SlotRoom::new(slots.iter().map(|s| &s.available));
         let option_prices = templates
             .iter()
             .map(|t| {
@@ -193,6 +197,7 @@ impl<'a> Simulator<'a> {
             prefer_no_schedule,
             remaining,
             slots,
+            room,
             slot_ports,
             node_slot,
             base,
@@ -386,6 +391,7 @@ impl<'a> Simulator<'a> {
                 i,
                 &work[i],
                 &mut self.slots,
+                &mut self.room,
                 &skip,
                 &mut self.slot_index,
                 &mut claims,
@@ -449,6 +455,7 @@ impl<'a> Simulator<'a> {
             }
             slot.host_ports.truncate(self.slot_ports[s]);
             slot.pods.clear();
+            self.room.set(s, &slot.available);
         }
         for c in claims {
             match finalize(c, &self.templates, &work, input.min_values_policy) {
