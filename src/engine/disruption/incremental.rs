@@ -22,19 +22,18 @@
 //! random change sequences). What is carried is the simulations only; the simulator
 //! itself is built only when some verdict must be recomputed.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
-use std::hash::{Hash, Hasher};
-use std::sync::Arc;
+use std::collections::{HashMap, HashSet};
+use std::hash::Hash;
 
 use chrono::{DateTime, Utc};
 
-use crate::api::nodeclaim::{Taint, TaintEffect};
-use crate::api::nodepool::NodePoolSpec;
-use crate::engine::catalog::InstanceType;
 use crate::engine::pod::Pod;
-use crate::engine::state::{ClusterState, StateNode};
+use crate::engine::state::ClusterState;
 
 use super::consolidation::Plan;
+use super::images::{
+    Changed, NodeImage, Shared, admits, all_nodes, diff, has_topology, node_image,
+};
 use super::{Block, Options, Pass, Prepared, Replacement, SimSlot};
 
 /// More changed nodes than this and single-node verdicts are not worth sorting out: all go.
@@ -371,36 +370,6 @@ impl Planner {
     }
 }
 
-/// A changed node: its NodeClaim, and its image before and after (either may be missing).
-type Changed = (String, Option<NodeImage>, Option<NodeImage>);
-
-/// Every node's image.
-fn all_nodes(state: &ClusterState, pods_by_node: &[Vec<usize>]) -> HashMap<String, NodeImage> {
-    state
-        .nodes
-        .iter()
-        .enumerate()
-        .map(|(i, n)| (n.nodeclaim.clone(), node_image(n, &pods_by_node[i], state)))
-        .collect()
-}
-
-/// The nodes whose images differ between `old` and `new`.
-fn diff(old: &HashMap<String, NodeImage>, new: &HashMap<String, NodeImage>) -> Vec<Changed> {
-    let mut changed = Vec::new();
-    for (k, n) in new {
-        match old.get(k) {
-            Some(o) if o.fingerprint == n.fingerprint => {}
-            o => changed.push((k.clone(), o.cloned(), Some(n.clone()))),
-        }
-    }
-    for (k, o) in old {
-        if !new.contains_key(k) {
-            changed.push((k.clone(), Some(o.clone()), None));
-        }
-    }
-    changed
-}
-
 /// `nodes` brought up to date with the nodes the owner reported changed, and what
 /// changed among them.
 fn reported(
@@ -447,7 +416,7 @@ fn reported(
 
 /// The knobs of a pass that change what a simulation concludes or how it explains it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-struct Knobs {
+pub(super) struct Knobs {
     spot_to_spot: bool,
     fast: bool,
 }
@@ -467,96 +436,6 @@ struct World {
     shared: Shared,
     /// Each node's image, by NodeClaim.
     nodes: HashMap<String, NodeImage>,
-}
-
-/// What every simulation of a pass reads besides the nodes.
-#[derive(Debug)]
-struct Shared {
-    knobs: Knobs,
-    pools: BTreeMap<String, PoolImage>,
-    instance_types: BTreeMap<String, Vec<Arc<InstanceType>>>,
-    daemonsets: Vec<Pod>,
-    /// Fingerprint of the pods every simulation places besides the candidates'.
-    pending: u64,
-    /// Whether some pending pod carries topology rules.
-    pending_topology: bool,
-    /// The pending pods' tolerations, to tell which nodes they could land on.
-    pending_tolerations: Vec<Vec<crate::engine::pod::Toleration>>,
-    /// Which PDB is where and what it selects (not its status): what [`Verdicts::node_pods`]
-    /// index and match.
-    pdbs: Vec<(String, String, crate::engine::selector::Selector)>,
-}
-
-/// What a simulation reads of a NodePool.
-#[derive(Debug, PartialEq)]
-struct PoolImage {
-    spec: NodePoolSpec,
-    invalid: Option<String>,
-    /// Capacity in use, when the pool has limits (otherwise it decides nothing).
-    in_use: Option<crate::engine::resources::Resources>,
-}
-
-/// A node as simulations see it.
-#[derive(Debug, Clone)]
-struct NodeImage {
-    fingerprint: u64,
-    /// Taints that keep pods off (NoSchedule, NoExecute).
-    taints: Vec<Taint>,
-    /// It holds a pod with anti-affinity: that pod keeps others out of its domain.
-    anti: bool,
-}
-
-impl Shared {
-    fn of(state: &ClusterState, pending: &[&Pod], knobs: Knobs) -> Shared {
-        let pools = state
-            .nodepools
-            .iter()
-            .map(|(name, p)| {
-                let image = PoolImage {
-                    spec: p.spec.clone(),
-                    invalid: p.validation_failure().map(|s| s.to_string()),
-                    in_use: (!p.spec.limits.is_empty()).then(|| state.pool_usage(name)),
-                };
-                (name.clone(), image)
-            })
-            .collect();
-        let mut h = fingerprint_hasher();
-        for p in pending {
-            hash_pod(p, &mut h);
-        }
-        Shared {
-            knobs,
-            pools,
-            instance_types: state.instance_types.clone(),
-            daemonsets: state.daemonsets.clone(),
-            pending: h.finish(),
-            pending_topology: pending.iter().any(|p| has_topology(p)),
-            pending_tolerations: pending.iter().map(|p| p.tolerations.clone()).collect(),
-            pdbs: state
-                .pdbs
-                .iter()
-                .map(|p| (p.namespace.clone(), p.name.clone(), p.selector.clone()))
-                .collect(),
-        }
-    }
-
-    /// Whether what every simulation reads is the same in both.
-    fn same(&self, other: &Shared) -> bool {
-        let same_types =
-            self.instance_types.len() == other.instance_types.len()
-                && self.instance_types.iter().zip(&other.instance_types).all(
-                    |((a, ta), (b, tb))| {
-                        a == b
-                            && ta.len() == tb.len()
-                            && ta.iter().zip(tb).all(|(x, y)| Arc::ptr_eq(x, y))
-                    },
-                );
-        self.knobs == other.knobs
-            && self.pending == other.pending
-            && same_types
-            && self.pools == other.pools
-            && self.daemonsets == other.daemonsets
-    }
 }
 
 /// Drops the verdicts that the `changed` nodes could have altered (what every
@@ -610,102 +489,4 @@ fn prune(
             .iter()
             .any(|p| images().any(|img| admits(img, &p.tolerations)))
     });
-}
-
-/// Whether a pod with these tolerations could be scheduled on the node as far as taints
-/// go (the simulation may still find no room there).
-fn admits(node: &NodeImage, tolerations: &[crate::engine::pod::Toleration]) -> bool {
-    node.taints
-        .iter()
-        .all(|t| tolerations.iter().any(|tol| tol.tolerates(t)))
-}
-
-/// Rules that make a pod's placement depend on pods on other nodes.
-fn has_topology(p: &Pod) -> bool {
-    !p.spread.is_empty()
-        || !p.affinity.is_empty()
-        || !p.anti_affinity.is_empty()
-        || !p.preferred_affinity.is_empty()
-        || !p.preferred_anti_affinity.is_empty()
-}
-
-fn node_image(n: &StateNode, pods: &[usize], state: &ClusterState) -> NodeImage {
-    let mut h = fingerprint_hasher();
-    n.name.hash(&mut h);
-    n.nodeclaim.hash(&mut h);
-    n.nodepool.hash(&mut h);
-    n.instance_type.hash(&mut h);
-    n.zone.hash(&mut h);
-    n.capacity_type.hash(&mut h);
-    n.price.to_bits().hash(&mut h);
-    n.labels.hash(&mut h);
-    for t in &n.taints {
-        hash_taint(t, &mut h);
-    }
-    n.allocatable.hash(&mut h);
-    n.capacity.hash(&mut h);
-    (n.initialized, n.registered, n.ready, n.deleting).hash(&mut h);
-    // What drift reads of it (kept in `Verdicts::drifted`).
-    n.claim_labels.hash(&mut h);
-    n.annotations.hash(&mut h);
-    n.foreign_drift.hash(&mut h);
-    n.nodeclass_drift.hash(&mut h);
-    let mut anti = false;
-    for &p in pods {
-        // Positions too: what is kept per node refers to its pods by position.
-        p.hash(&mut h);
-        let p = &state.pods[p];
-        hash_pod(p, &mut h);
-        anti |= !p.anti_affinity.is_empty() || !p.preferred_anti_affinity.is_empty();
-    }
-    NodeImage {
-        fingerprint: h.finish(),
-        taints: n
-            .taints
-            .iter()
-            .filter(|t| matches!(t.effect, TaintEffect::NoSchedule | TaintEffect::NoExecute))
-            .cloned()
-            .collect(),
-        anti,
-    }
-}
-
-/// The hasher of fingerprints: every pod of every node is hashed at each refresh, so a
-/// fast one (foldhash, fixed seed: fingerprints are only compared within the process).
-fn fingerprint_hasher() -> impl Hasher {
-    use std::hash::BuildHasher;
-    foldhash::fast::FixedState::default().build_hasher()
-}
-
-fn hash_taint(t: &Taint, h: &mut impl Hasher) {
-    t.key.hash(h);
-    t.value.hash(h);
-    t.effect.hash(h);
-}
-
-/// Everything of a pod a simulation or a candidate's verdict reads. A pod's spec is
-/// immutable for its uid, except what is hashed here (labels, annotations, tolerations,
-/// binding and status).
-fn hash_pod(p: &Pod, h: &mut impl Hasher) {
-    p.key.hash(h);
-    p.uid.hash(h);
-    p.labels.hash(h);
-    p.annotations.hash(h);
-    p.node_name.hash(h);
-    std::mem::discriminant(&p.phase).hash(h);
-    p.requests.hash(h);
-    p.node_selector.hash(h);
-    p.tolerations.hash(h);
-    p.affinity.hash(h);
-    p.preferred_affinity.hash(h);
-    p.anti_affinity.hash(h);
-    p.preferred_anti_affinity.hash(h);
-    p.spread.hash(h);
-    p.host_ports.hash(h);
-    p.owner.hash(h);
-    p.priority.hash(h);
-    p.created.hash(h);
-    p.started.hash(h);
-    p.deleting.hash(h);
-    p.unschedulable.hash(h);
 }

@@ -19,6 +19,7 @@ mod command;
 pub mod consolidation;
 pub mod drift;
 pub mod fixture;
+mod images;
 pub mod incremental;
 pub mod outcome;
 mod sim_input;
