@@ -125,7 +125,7 @@ impl PodPlaces {
         let going: BTreeSet<&str> = state
             .nodes
             .iter()
-            .filter(|n| n.deleting || n.is_disrupted_tainted())
+            .filter(|n| n.going_away())
             .map(|n| n.name.as_str())
             .collect();
         let mut at: Vec<usize> = self

@@ -171,6 +171,13 @@ impl StateNode {
             .any(|t| t.key == labels::DISRUPTED_TAINT_KEY && t.effect == TaintEffect::NoSchedule)
     }
 
+    /// Being deleted, or tainted by a disruption command in flight: going away, so
+    /// simulations no longer count on it, its pods need a new home and disruption
+    /// counts it as already disrupting.
+    pub fn going_away(&self) -> bool {
+        self.deleting || self.is_disrupted_tainted()
+    }
+
     /// When `expireAfter` runs out, if it is set.
     pub fn expires_at(&self) -> Option<DateTime<Utc>> {
         self.expire_after.map(|d| self.created + d)

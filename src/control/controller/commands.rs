@@ -15,11 +15,11 @@ use crate::control::orchestration::{Effect, Phase};
 use crate::control::upstream_events;
 use crate::engine::disruption::{Block, Outcome, Prepared};
 use crate::engine::pod_places::PodPlaces;
+use crate::engine::state::disrupted_taint;
 
 /// How often the controller audits its kept index of the pods: one full poll in this
 /// many (as the disruption planner audits the changes reported to it).
 const PLACES_AUDIT_EVERY: u64 = 64;
-use crate::engine::state::disrupted_taint;
 
 impl<C: Cluster, P: CloudProvider> Controller<C, P> {
     /// Tells the disruption loop what holds it (upstream's disruption controller waits
@@ -288,7 +288,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         // Once per node and kind of block: counts and times in the words change every
         // pass without telling the operator anything new. Only a new kind is put in
         // words (every node's outcome is looked at each pass).
-        let mut fresh: Vec<(String, &Block)> = Vec::new();
+        let mut fresh: Vec<(String, &Block, String)> = Vec::new();
         for r in self.registry.records_mut() {
             let block = match pass.outcomes.get(&r.claim.name) {
                 Some(Outcome::Blocked(b)) => Some(b),
@@ -303,18 +303,11 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             if let Some(b) = now
                 && r.reported_block != kind
             {
-                fresh.push((r.claim.name.clone(), b));
+                fresh.push((r.claim.name.clone(), b, b.to_string()));
             }
             r.reported_block = kind;
         }
         fresh.sort_by(|a, b| a.0.cmp(&b.0));
-        let fresh: Vec<(String, &Block, String)> = fresh
-            .into_iter()
-            .map(|(claim, b)| {
-                let words = b.to_string();
-                (claim, b, words)
-            })
-            .collect();
         let mut notices = Vec::new();
         if self.noticing() {
             for (claim, block, words) in &fresh {

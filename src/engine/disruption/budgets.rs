@@ -149,7 +149,7 @@ fn pool_counts<'a>(
         }
         let c = counts.entry(n.nodepool.as_str()).or_default();
         c.0 += 1;
-        if !n.ready || n.deleting || n.is_disrupted_tainted() {
+        if !n.ready || n.going_away() {
             c.1 += 1;
         } else if reserved.contains(&n.nodeclaim) {
             c.1 += 1;

@@ -186,7 +186,7 @@ impl<'a> PdbIndex<'a> {
 
 /// The node-level reasons a node cannot be a candidate at all.
 pub fn node_block(node: &StateNode, pool: Option<&NodePool>, now: DateTime<Utc>) -> Option<Block> {
-    if node.deleting || node.is_disrupted_tainted() {
+    if node.going_away() {
         return Some(Block::Deleting);
     }
     let Some(pool) = pool else {

@@ -274,8 +274,7 @@ fn plan_with<'p>(
         }
         if let Some(at) = node.expires_at()
             && now >= at
-            && !node.deleting
-            && !node.is_disrupted_tainted()
+            && !node.going_away()
         {
             let c = Candidate {
                 node: i,

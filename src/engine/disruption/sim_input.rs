@@ -18,7 +18,7 @@ use crate::engine::state::{ClusterState, StateNode};
 /// Whether simulations see this node: one being deleted, or tainted by a disruption in
 /// flight, is already gone for them.
 pub fn simulated(n: &StateNode) -> bool {
-    !n.deleting && !n.is_disrupted_tainted()
+    !n.going_away()
 }
 
 /// The pods bound to the node at `i` that simulations count (every one not finished),
@@ -243,7 +243,7 @@ pub fn pending_pods(state: &ClusterState) -> Vec<&crate::engine::pod::Pod> {
     let deleting: HashSet<&str, foldhash::fast::FixedState> = state
         .nodes
         .iter()
-        .filter(|n| n.deleting || n.is_disrupted_tainted())
+        .filter(|n| n.going_away())
         .map(|n| n.name.as_str())
         .collect();
     crate::engine::provisioning::pods_to_schedule(&state.pods, |n| {

@@ -93,11 +93,7 @@ fn disrupting(s: &Snapshot) -> HashMap<&str, usize> {
         if !n.initialized {
             continue;
         }
-        if !n.ready
-            || n.deleting
-            || n.is_disrupted_tainted()
-            || in_flight.contains(n.nodeclaim.as_str())
-        {
+        if !n.ready || n.going_away() || in_flight.contains(n.nodeclaim.as_str()) {
             *out.entry(n.nodepool.as_str()).or_default() += 1;
         }
     }
