@@ -4,12 +4,13 @@
 //! operator's approve / reject / pause / resume come in here too, and everything that
 //! happens is journaled and counted.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 
 use chrono::{DateTime, Utc};
 
 use crate::engine::disruption::validation::{revalidate, revalidate_in};
 use crate::engine::disruption::{self, Command, Options, Pass, Prepared, Reason, SimSlot};
+use crate::engine::fast_hash::{FastMap, FastSet};
 use crate::engine::state::ClusterState;
 
 use super::approvals::{Decision, Gate, GateError, PolicyTable};
@@ -149,8 +150,8 @@ impl DisruptionController {
 
     /// NodeClaims that hold budget although their nodes may not show it yet: waiting
     /// decisions and the candidates of commands in flight.
-    pub fn reserved(&self) -> HashSet<String> {
-        let mut out = self.gate.reserved();
+    pub fn reserved(&self) -> FastSet<String> {
+        let mut out: FastSet<String> = self.gate.reserved().into_iter().collect();
         for e in self.orchestrator.running() {
             out.extend(e.command.nodeclaims().map(str::to_string));
         }
@@ -345,7 +346,7 @@ impl DisruptionController {
         }
 
         // 2. A pass that leaves held and in-flight nodes alone.
-        let mut held = self.gate.held(now);
+        let mut held: FastMap<String, String> = self.gate.held(now).into_iter().collect();
         held.extend(self.orchestrator.in_flight());
         let pass = self.planner.plan_in(
             prepared,
@@ -371,7 +372,7 @@ impl DisruptionController {
         // The console reads outcomes from the pass: nodes the gate or the orchestrator now
         // holds show that, not the pass's verdict from before the gate saw it.
         let mut pass = pass;
-        let mut held = self.gate.held(now);
+        let mut held: FastMap<String, String> = self.gate.held(now).into_iter().collect();
         held.extend(self.orchestrator.in_flight());
         for (node, why) in held {
             if let Some(o) = pass.outcomes.get_mut(&node) {

@@ -4,6 +4,7 @@
 pub mod approval;
 pub mod catalog;
 pub mod disruption;
+pub mod fast_hash;
 pub mod features;
 pub mod pod;
 pub mod pod_places;

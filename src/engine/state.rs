@@ -12,6 +12,7 @@ use crate::api::labels;
 use crate::api::nodeclaim::{Taint, TaintEffect};
 use crate::api::nodepool::NodePool;
 use crate::engine::catalog::{CapacityType, InstanceType};
+use crate::engine::fast_hash::FastMap;
 use crate::engine::pod::{Pod, PodKey};
 use crate::engine::resources::Resources;
 use crate::engine::selector::Selector;
@@ -241,7 +242,7 @@ impl ClusterState {
     }
 
     /// Index of a node by its identity (NodeClaim name).
-    pub fn node_index(&self) -> HashMap<&str, usize> {
+    pub fn node_index(&self) -> FastMap<&str, usize> {
         self.nodes
             .iter()
             .enumerate()

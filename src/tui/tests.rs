@@ -480,7 +480,7 @@ async fn tiny_and_odd_terminal_sizes_draw_without_panicking() {
 // ---- The overview's graphs and budget-aware queue, and the mouse (issue 18) ----
 
 mod overview_queue_mouse {
-    use std::collections::{BTreeMap, HashSet};
+    use std::collections::BTreeMap;
     use std::sync::Arc;
 
     use chrono::{TimeDelta, TimeZone, Utc};
@@ -546,7 +546,8 @@ mod overview_queue_mouse {
                 policy: Policy::Manual,
             })
             .collect();
-        let reserved: HashSet<String> = state.nodes.iter().map(|n| n.nodeclaim.clone()).collect();
+        let reserved: crate::engine::fast_hash::FastSet<String> =
+            state.nodes.iter().map(|n| n.nodeclaim.clone()).collect();
         s.budgets = evaluate_budgets(&state, now, &reserved);
         s.state = Arc::new(state);
         Arc::new(s)

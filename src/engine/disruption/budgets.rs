@@ -9,7 +9,7 @@
 //! is unbounded; an unparseable schedule allows 0; nodes that are NotReady or already
 //! being deleted are subtracted.
 
-use std::collections::{HashMap, HashSet};
+use crate::engine::fast_hash::{FastMap, FastSet};
 
 use chrono::{DateTime, TimeDelta, Utc};
 
@@ -140,9 +140,9 @@ impl PoolBudgets {
 /// (`reserved`), and of those the reserved ones.
 fn pool_counts<'a>(
     state: &'a ClusterState,
-    reserved: &HashSet<String>,
-) -> HashMap<&'a str, (usize, usize, usize)> {
-    let mut counts: HashMap<&str, (usize, usize, usize)> = HashMap::new();
+    reserved: &FastSet<String>,
+) -> FastMap<&'a str, (usize, usize, usize)> {
+    let mut counts: FastMap<&str, (usize, usize, usize)> = FastMap::default();
     for n in &state.nodes {
         if !n.initialized {
             continue;
@@ -164,7 +164,7 @@ fn pool_counts<'a>(
 pub fn evaluate_budgets(
     state: &ClusterState,
     now: DateTime<Utc>,
-    reserved: &HashSet<String>,
+    reserved: &FastSet<String>,
 ) -> Vec<PoolBudgets> {
     let counts = pool_counts(state, reserved);
     state

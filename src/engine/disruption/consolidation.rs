@@ -18,7 +18,7 @@
 //! nodeclaim"), and pods of deleting nodes that would fit nowhere block a command as the
 //! candidates' own do.
 
-use std::collections::HashSet;
+use crate::engine::fast_hash::FastSet;
 
 use crate::api::labels;
 use crate::engine::catalog::CapacityType;
@@ -68,7 +68,7 @@ pub fn evaluate(
             savings: price,
         });
     }
-    let own_keys: HashSet<&PodKey> = pods.iter().map(|p| &p.key).collect();
+    let own_keys: FastSet<&PodKey> = pods.iter().map(|p| &p.key).collect();
     debug_assert_eq!(own_keys.len(), own);
     pods.extend(movers.pending.iter().copied());
     // Pods that were pending may fail without blocking the command; the candidates' and

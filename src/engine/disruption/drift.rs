@@ -16,7 +16,7 @@
 //! `nodepool/hash/controller.go` re-stamps NodeClaims of an older hash version instead of
 //! drifting them.
 
-use std::collections::HashSet;
+use crate::engine::fast_hash::FastSet;
 use std::fmt;
 
 use serde::Serialize;
@@ -177,7 +177,7 @@ pub fn replacements(
     if c.pods.is_empty() {
         return Ok(Vec::new());
     }
-    let own: HashSet<&PodKey> = c.pods.iter().map(|&p| &state.pods[p].key).collect();
+    let own: FastSet<&PodKey> = c.pods.iter().map(|&p| &state.pods[p].key).collect();
     let mut pods: Vec<_> = c.pods.iter().map(|&p| &state.pods[p]).collect();
     pods.extend(movers.pending.iter().copied());
     let excluded: Vec<usize> = movers.sim_input.index[c.node].into_iter().collect();

@@ -4,7 +4,9 @@
 //! that decide which verdicts its change can reach) and the image of what every
 //! simulation reads besides the nodes.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use crate::engine::fast_hash::FastMap;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
@@ -23,7 +25,7 @@ pub(super) type Changed = (String, Option<NodeImage>, Option<NodeImage>);
 pub(super) fn all_nodes(
     state: &ClusterState,
     pods_by_node: &[Vec<usize>],
-) -> HashMap<String, NodeImage> {
+) -> FastMap<String, NodeImage> {
     state
         .nodes
         .iter()
@@ -34,8 +36,8 @@ pub(super) fn all_nodes(
 
 /// The nodes whose images differ between `old` and `new`.
 pub(super) fn diff(
-    old: &HashMap<String, NodeImage>,
-    new: &HashMap<String, NodeImage>,
+    old: &FastMap<String, NodeImage>,
+    new: &FastMap<String, NodeImage>,
 ) -> Vec<Changed> {
     let mut changed = Vec::new();
     for (k, n) in new {

@@ -22,7 +22,7 @@
 //! random change sequences). What is carried is the simulations only; the simulator
 //! itself is built only when some verdict must be recomputed.
 
-use std::collections::{HashMap, HashSet};
+use crate::engine::fast_hash::{FastMap, FastSet};
 use std::hash::Hash;
 
 use chrono::{DateTime, Utc};
@@ -87,29 +87,29 @@ struct Dirty {
     /// Audit at every refresh (tests), not every [`AUDIT_EVERY`]th.
     audit_always: bool,
     /// Nodes by NodeClaim: the node itself changed (added, removed, re-derived).
-    claims: HashSet<String>,
+    claims: FastSet<String>,
     /// Nodes by Node name: a pod bound there came, went or changed (pods name their
     /// node by its Node name, which may not be known to the owner as a NodeClaim yet).
-    names: HashSet<String>,
+    names: FastSet<String>,
 }
 
 /// The verdicts of earlier passes that still hold.
 #[derive(Debug, Default)]
 pub(super) struct Verdicts {
     /// Single-node consolidation, by NodeClaim.
-    pub single: HashMap<String, Result<Plan, Block>>,
+    pub single: FastMap<String, Result<Plan, Block>>,
     /// Multi-node consolidation, by the candidates' NodeClaims in order.
-    pub sets: HashMap<Vec<String>, Result<Plan, Block>>,
+    pub sets: FastMap<Vec<String>, Result<Plan, Block>>,
     /// Drift replacements, by NodeClaim.
-    pub drift: HashMap<String, Result<Vec<Replacement>, Block>>,
+    pub drift: FastMap<String, Result<Vec<Replacement>, Block>>,
     /// What each node's pods say to its candidate, by NodeClaim: dropped when the node
     /// changes (its fingerprint covers its pods and their places in the pod list) and
     /// all at once when the PDBs' selectors change.
-    pub node_pods: HashMap<String, super::candidates::NodePods>,
+    pub node_pods: FastMap<String, super::candidates::NodePods>,
     /// Each node's drift verdict, by NodeClaim: dropped when the node changes (its
     /// fingerprint covers what drift reads of it: NodeClaim labels, annotations, the
     /// recorded and the cloud's verdicts) and all at once when a pool changes.
-    pub drifted: HashMap<String, Option<super::drift::DriftReason>>,
+    pub drifted: FastMap<String, Option<super::drift::DriftReason>>,
     pub simulated: usize,
     pub carried: usize,
     /// The last pass's ranked candidates (node index, eviction cost before lifetime).
@@ -128,7 +128,7 @@ impl Verdicts {
 
     /// The cached verdict under `key`, or the one `compute` gives (then cached).
     pub fn get_or<'m, K, V>(
-        map: &'m mut HashMap<K, V>,
+        map: &'m mut FastMap<K, V>,
         counts: (&mut usize, &mut usize),
         key: K,
         compute: impl FnOnce() -> V,
@@ -343,7 +343,7 @@ impl Planner {
             self.cache.drifted.remove(claim);
         }
         let index = if changed.is_empty() {
-            HashMap::new()
+            FastMap::default()
         } else {
             state.node_index()
         };
@@ -373,14 +373,15 @@ impl Planner {
 /// `nodes` brought up to date with the nodes the owner reported changed, and what
 /// changed among them.
 fn reported(
-    mut nodes: HashMap<String, NodeImage>,
-    claims: &HashSet<String>,
-    names: &HashSet<String>,
+    mut nodes: FastMap<String, NodeImage>,
+    claims: &FastSet<String>,
+    names: &FastSet<String>,
     state: &ClusterState,
     pods_by_node: &[Vec<usize>],
-) -> (HashMap<String, NodeImage>, Vec<Changed>) {
-    let mut claims: HashSet<&str> = claims.iter().map(String::as_str).collect();
-    let mut at: HashMap<&str, usize> = HashMap::with_capacity(claims.len());
+) -> (FastMap<String, NodeImage>, Vec<Changed>) {
+    let mut claims: FastSet<&str> = claims.iter().map(String::as_str).collect();
+    let mut at: FastMap<&str, usize> =
+        FastMap::with_capacity_and_hasher(claims.len(), Default::default());
     if !names.is_empty() || !claims.is_empty() {
         for (i, n) in state.nodes.iter().enumerate() {
             if names.contains(&n.name) {
@@ -435,7 +436,7 @@ impl Knobs {
 struct World {
     shared: Shared,
     /// Each node's image, by NodeClaim.
-    nodes: HashMap<String, NodeImage>,
+    nodes: FastMap<String, NodeImage>,
 }
 
 /// Drops the verdicts that the `changed` nodes could have altered (what every
@@ -444,7 +445,7 @@ fn prune(
     cache: &mut Verdicts,
     changed: &[Changed],
     new: &Shared,
-    index: &HashMap<&str, usize>,
+    index: &FastMap<&str, usize>,
     state: &ClusterState,
     pods_by_node: &[Vec<usize>],
 ) {
@@ -469,7 +470,7 @@ fn prune(
         cache.single.clear();
         return;
     }
-    let gone: HashSet<&str> = changed.iter().map(|(k, _, _)| k.as_str()).collect();
+    let gone: FastSet<&str> = changed.iter().map(|(k, _, _)| k.as_str()).collect();
     cache.single.retain(|claim, _| {
         if gone.contains(claim.as_str()) {
             return false;

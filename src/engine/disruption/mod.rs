@@ -26,7 +26,9 @@ mod sim_input;
 mod topology_counts;
 pub mod validation;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
+
+use crate::engine::fast_hash::{FastMap, FastSet};
 
 use chrono::{DateTime, Utc};
 
@@ -52,11 +54,11 @@ pub struct Options {
     pub spot_to_spot: bool,
     /// NodeClaims the approval gate or the orchestrator holds (pending decision, rejected
     /// by an operator, in flight), with the words to show.
-    pub held: HashMap<String, String>,
+    pub held: FastMap<String, String>,
     /// NodeClaims that already count against their pool's budgets although nothing shows
     /// it yet on the nodes: decisions waiting for approval or validation, and commands in
     /// flight whose taint has not come back from the cluster.
-    pub reserved: HashSet<String>,
+    pub reserved: FastSet<String>,
     /// Why nothing may be disrupted now: the controller's view of the cluster is not
     /// complete (upstream waits for `cluster.Synced`: every NodeClaim launched, every
     /// object listed). Expiration still runs.
@@ -127,7 +129,7 @@ pub struct BalancedApproval {
 /// Budget left per pool for one reason, drawn down as a pass assigns candidates.
 struct Allowance<'a> {
     budgets: &'a [PoolBudgets],
-    left: HashMap<&'a str, usize>,
+    left: FastMap<&'a str, usize>,
     reason: DisruptionReason,
 }
 
@@ -207,7 +209,7 @@ fn plan_with<'p>(
     let budgets = evaluate_budgets(state, now, &options.reserved);
     let pods_by_node = prepared.pods_by_node();
     let pdbs = PdbIndex::new(&state.pdbs);
-    let pool_drift: HashMap<&str, drift::PoolDrift> = state
+    let pool_drift: FastMap<&str, drift::PoolDrift> = state
         .nodepools
         .iter()
         .map(|(n, p)| (n.as_str(), drift::PoolDrift::new(p)))

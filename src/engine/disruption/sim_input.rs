@@ -3,8 +3,8 @@
 //! simulation must place besides a command's candidates (upstream `SimulateScheduling`:
 //! pending pods and the pods of nodes already going away).
 
+use crate::engine::fast_hash::{FastMap, FastSet};
 use std::cell::OnceCell;
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::engine::pod::{Pod, PodKey};
@@ -52,7 +52,7 @@ pub struct SimInput<'a> {
     pub index: Vec<Option<usize>>,
     /// Node name -> NodeClaim of the nodes that are not initialized: a pod a simulation
     /// places there is counting on capacity that is not there yet.
-    pub uninitialized: HashMap<String, String>,
+    pub uninitialized: FastMap<String, String>,
 }
 
 impl<'a> SimInput<'a> {
@@ -77,7 +77,7 @@ impl<'a> SimInput<'a> {
             });
         }
         let mut index = vec![None; state.nodes.len()];
-        let mut uninitialized = HashMap::new();
+        let mut uninitialized = FastMap::default();
         for (i, n) in state.nodes.iter().enumerate() {
             if !simulated(n) {
                 continue;
@@ -116,7 +116,7 @@ impl<'a> SimInput<'a> {
     pub fn on_uninitialized<'p>(
         &self,
         results: &'p crate::engine::scheduling::Results,
-        pods: &HashSet<&crate::engine::pod::PodKey>,
+        pods: &FastSet<&crate::engine::pod::PodKey>,
     ) -> Option<(&'p crate::engine::pod::PodKey, &str)> {
         if self.uninitialized.is_empty() {
             return None;
@@ -144,7 +144,7 @@ pub struct Prepared<'s> {
     pods_by_node: OnceCell<Vec<Vec<usize>>>,
     sim_input: OnceCell<SimInput<'s>>,
     pending: OnceCell<Vec<&'s Pod>>,
-    moving: OnceCell<HashSet<&'s PodKey>>,
+    moving: OnceCell<FastSet<&'s PodKey>>,
     /// Topology counts kept from earlier passes, for the simulator (see
     /// [`Prepared::use_group_counts`]).
     group_counts: OnceCell<Arc<GroupCounts>>,
@@ -204,7 +204,7 @@ impl<'s> Prepared<'s> {
     }
 
     /// [`moving_pods`] of the pending pods, once.
-    pub fn moving(&self) -> &HashSet<&'s PodKey> {
+    pub fn moving(&self) -> &FastSet<&'s PodKey> {
         self.moving.get_or_init(|| moving_pods(self.pending()))
     }
 
@@ -240,7 +240,7 @@ pub type SimSlot<'p> = Option<Simulator<'p>>;
 pub fn pending_pods(state: &ClusterState) -> Vec<&crate::engine::pod::Pod> {
     // Every bound pod's node is looked up here at each pass: foldhash, and no lookup at
     // all while no node is going away.
-    let deleting: HashSet<&str, foldhash::fast::FixedState> = state
+    let deleting: FastSet<&str> = state
         .nodes
         .iter()
         .filter(|n| n.going_away())
@@ -254,7 +254,7 @@ pub fn pending_pods(state: &ClusterState) -> Vec<&crate::engine::pod::Pod> {
 /// Of [`pending_pods`], those still bound to a node (it is going away). Upstream counts
 /// their scheduling failures against a command (`NonPendingPodSchedulingErrors`); only
 /// pods that were already pending may fail without blocking it.
-pub fn moving_pods<'a>(pending: &[&'a crate::engine::pod::Pod]) -> HashSet<&'a PodKey> {
+pub fn moving_pods<'a>(pending: &[&'a crate::engine::pod::Pod]) -> FastSet<&'a PodKey> {
     pending
         .iter()
         .filter(|p| p.node_name.is_some())
@@ -269,7 +269,7 @@ pub struct Movers<'a> {
     /// [`pending_pods`]: they compete for the same room.
     pub pending: &'a [&'a crate::engine::pod::Pod],
     /// [`moving_pods`]: their failures block a command.
-    pub moving: &'a HashSet<&'a PodKey>,
+    pub moving: &'a FastSet<&'a PodKey>,
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@
 //! ([`crate::engine::scheduling::Simulator::with_group_counts`]); the unit tests' builds
 //! check every total it takes against a fresh count.
 
-use std::collections::HashMap;
+use crate::engine::fast_hash::FastMap;
 use std::sync::Arc;
 
 use crate::engine::scheduling::topology::{Group, GroupKey};
@@ -27,7 +27,7 @@ const KEEP_UNUSED: u64 = 256;
 pub(super) struct TopologyCounts {
     /// What each node (by NodeClaim) adds, per rule: a node's pods share its labels, so
     /// they count in one domain.
-    by_node: HashMap<GroupKey, Kept>,
+    by_node: FastMap<GroupKey, Kept>,
     /// The totals, shared with the simulators of a pass (copied on write only while one
     /// of them is still alive).
     totals: Arc<GroupCounts>,
@@ -37,7 +37,7 @@ pub(super) struct TopologyCounts {
 struct Kept {
     /// The matcher of the rule (its universe of domains is not used).
     group: Group,
-    nodes: HashMap<String, (String, i32)>,
+    nodes: FastMap<String, (String, i32)>,
     /// The refresh at which a simulation last asked for the rule.
     used: u64,
 }
@@ -60,7 +60,7 @@ impl TopologyCounts {
     pub fn update<'c>(
         &mut self,
         changed: impl IntoIterator<Item = &'c str>,
-        index: &HashMap<&str, usize>,
+        index: &FastMap<&str, usize>,
         state: &ClusterState,
         pods_by_node: &[Vec<usize>],
         refresh: u64,
@@ -114,8 +114,8 @@ impl TopologyCounts {
                 continue;
             }
             let group = Group::new(key.clone(), Arc::default());
-            let mut nodes = HashMap::new();
-            let mut total = HashMap::new();
+            let mut nodes = FastMap::default();
+            let mut total = FastMap::default();
             let mut pods: Vec<BoundPod> = Vec::new();
             for (i, n) in state.nodes.iter().enumerate() {
                 pods.clear();
@@ -139,7 +139,7 @@ impl TopologyCounts {
 }
 
 /// Adds `n` to a domain's count, dropping counts that reach zero.
-fn add(total: &mut HashMap<String, i32>, domain: &str, n: i32) {
+fn add(total: &mut FastMap<String, i32>, domain: &str, n: i32) {
     match total.get_mut(domain) {
         Some(c) => {
             *c += n;
@@ -185,7 +185,7 @@ mod tests {
     }
 
     /// What a fresh simulator counts for the rule over the state.
-    fn fresh(f: &Fixture, key: &GroupKey) -> HashMap<String, i32> {
+    fn fresh(f: &Fixture, key: &GroupKey) -> FastMap<String, i32> {
         let pods = f.state.pods_by_node();
         let sim = SimInput::new(&f.state, &pods);
         Group::counted(key.clone(), Arc::default(), &sim.input.bound)

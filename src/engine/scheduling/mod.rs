@@ -23,7 +23,9 @@ mod slot_room;
 pub mod template;
 pub mod topology;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::engine::fast_hash::FastMap;
 use std::sync::Arc;
 
 use crate::api::labels;
@@ -183,7 +185,7 @@ fn place(
     remaining: &mut [Option<Limits>],
     topology: &mut Topology,
     smallest: &Resources,
-    cursors: &mut HashMap<(usize, bool, i32), usize>,
+    cursors: &mut FastMap<(usize, bool, i32), usize>,
     pinned: &mut PinnedClaims,
     price_cap: Option<(&[Vec<f64>], f64)>,
 ) -> Result<Option<usize>, String> {
@@ -431,8 +433,8 @@ fn finalize(
 fn domain_universe(
     templates: &[Template],
     mut nodes: node_memo::NodeDomains,
-) -> HashMap<String, Arc<BTreeSet<String>>> {
-    let mut domains: HashMap<&str, BTreeSet<&str>> = HashMap::new();
+) -> FastMap<String, Arc<BTreeSet<String>>> {
+    let mut domains: FastMap<&str, BTreeSet<&str>> = FastMap::default();
     for t in templates {
         for o in &t.options {
             for r in o.requirements.iter() {

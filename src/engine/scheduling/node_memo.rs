@@ -7,25 +7,58 @@
 //! universe (a thousand nodes' hostnames, zones and instance-type labels, each poll). A
 //! node's labels rarely change, so both are memoized by node name and recomputed only for
 //! nodes whose labels differ. An entry is reused only when its labels are equal, so the
-//! memo never changes an answer. It holds the nodes of the last simulator only.
+//! memo never changes an answer. There is one memo per kind of caller (see [`Memos`]),
+//! each holding the nodes of its caller's last simulator.
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use super::NodeLabels;
+use crate::engine::fast_hash::{Fast, FastMap};
 use crate::engine::requirements::Requirements;
 
 thread_local! {
-    static MEMO: RefCell<NodeMemo> = RefCell::new(NodeMemo::default());
+    static MEMOS: RefCell<Memos> = RefCell::new(Memos::default());
+}
+
+/// One memo per kind of caller: the controller's simulators and the simulated cluster's
+/// scheduler stand-in take turns on one thread over different node lists (the stand-in
+/// sees only Ready Nodes, the controller every NodeClaim), and a single memo rebuilt half
+/// its entries and its domain sets at every turn.
+#[derive(Default)]
+struct Memos {
+    memos: [NodeMemo; 2],
+    /// The one used last: kept on a tie, so a third caller takes over the other.
+    last: usize,
+}
+
+impl Memos {
+    /// The memo that already knows most of `nodes` (judged on a few of them, evenly
+    /// spaced), the last one used on a tie, the other when neither knows any. Which one is
+    /// picked changes only the speed, never an answer.
+    fn pick(&mut self, nodes: &[super::NodeInput]) -> &mut NodeMemo {
+        let step = nodes.len().div_ceil(8).max(1);
+        let known = |m: &NodeMemo| {
+            nodes
+                .iter()
+                .step_by(step)
+                .filter(|n| m.nodes.get(&n.name).is_some_and(|d| d.same(&n.labels)))
+                .count()
+        };
+        let (last, other) = (
+            known(&self.memos[self.last]),
+            known(&self.memos[1 - self.last]),
+        );
+        if other > last || (last == 0 && other == 0) {
+            self.last = 1 - self.last;
+        }
+        &mut self.memos[self.last]
+    }
 }
 
 /// Label key -> the values existing nodes carry for it.
-pub(super) type NodeDomains = HashMap<String, Arc<BTreeSet<String>>>;
-
-/// Maps keyed by node name or label text: foldhash, as every node's name is looked up
-/// and stored at each simulator's building.
-type Fast = foldhash::fast::RandomState;
+pub(super) type NodeDomains = FastMap<String, Arc<BTreeSet<String>>>;
 
 /// A node's labels and the requirements built from them.
 struct Derived {
@@ -35,6 +68,8 @@ struct Derived {
     /// allocations, and their simulators alternate on one thread.
     twin: Option<Arc<BTreeMap<String, String>>>,
     requirements: Arc<Requirements>,
+    /// The memo's stamp when a node list last named this node (see [`NodeMemo::reuse`]).
+    seen: u64,
 }
 
 impl Derived {
@@ -55,16 +90,40 @@ impl Derived {
 #[derive(Default)]
 struct NodeMemo {
     /// Node name -> its labels and the requirements built from them.
-    nodes: HashMap<String, Derived, Fast>,
+    nodes: FastMap<String, Derived>,
     /// Label key -> value -> how many memoized nodes carry it: the domain universe's
     /// node part, kept up to date as nodes come, go and relabel.
-    counts: HashMap<String, HashMap<String, u32>>,
+    counts: FastMap<String, FastMap<String, u32>>,
     /// Label key -> its values as a set, dropped when a count of the key appears or
     /// vanishes and rebuilt on the next read.
     domains: NodeDomains,
+    /// Counts the node lists seen, to stamp the entries each one names.
+    stamp: u64,
 }
 
 impl NodeMemo {
+    /// The requirements of `nodes` when the memo holds exactly these nodes with these
+    /// labels (by identity), as when the same caller asks again over an unchanged
+    /// cluster: one lookup per node, nothing moved, the domains as they are. `None` at
+    /// the first node it does not know, or when some memoized node is not in the list.
+    fn reuse(&mut self, nodes: &[super::NodeInput]) -> Option<Vec<Arc<Requirements>>> {
+        self.stamp += 1;
+        let stamp = self.stamp;
+        let mut named = 0;
+        let mut out = Vec::with_capacity(nodes.len());
+        for n in nodes {
+            let d = self.nodes.get_mut(&n.name).filter(|d| d.same(&n.labels))?;
+            if d.seen != stamp {
+                d.seen = stamp;
+                named += 1;
+            }
+            out.push(Arc::clone(&d.requirements));
+        }
+        // Every entry named: none left over whose labels would widen the domains (a
+        // repeated name counts once).
+        (named == self.nodes.len()).then_some(out)
+    }
+
     /// Adds (`up`) or removes one node's labels from the value counts.
     fn count(&mut self, labels: &BTreeMap<String, String>, up: bool) {
         for (k, v) in labels {
@@ -99,8 +158,12 @@ impl NodeMemo {
 /// Each node's labels as requirements (in `nodes` order), and every value each label key
 /// takes across the nodes.
 pub(super) fn node_derived(nodes: &[super::NodeInput]) -> (Vec<Arc<Requirements>>, NodeDomains) {
-    MEMO.with_borrow_mut(|memo| {
-        let mut next = HashMap::with_capacity_and_hasher(nodes.len(), Fast::default());
+    MEMOS.with_borrow_mut(|memos| {
+        let memo = memos.pick(nodes);
+        if let Some(requirements) = memo.reuse(nodes) {
+            return (requirements, memo.domains.clone());
+        }
+        let mut next = FastMap::with_capacity_and_hasher(nodes.len(), Fast::default());
         let mut old = std::mem::take(&mut memo.nodes);
         let requirements = nodes
             .iter()
@@ -130,6 +193,7 @@ pub(super) fn node_derived(nodes: &[super::NodeInput]) -> (Vec<Arc<Requirements>
                             labels,
                             twin: None,
                             requirements,
+                            seen: 0,
                         };
                         (n.name.clone(), d)
                     }
@@ -277,5 +341,65 @@ mod tests {
                 assert_eq!(**r, Requirements::from_labels(&n.labels), "{}", n.name);
             }
         }
+    }
+
+    /// Two callers taking turns over overlapping node lists (shared labels, relabels,
+    /// a name given twice, nodes coming and going) each get what a fresh collection over
+    /// their own list finds, whichever memo serves them and whether or not it is reused
+    /// as it stands.
+    #[test]
+    fn callers_taking_turns_see_their_own_nodes() {
+        let mut rng = super::super::benchmark::Rng::new(23);
+        let mut below = |n: usize| rng.below(n as u64) as usize;
+        let labels = |i: usize, zone: &str| {
+            Arc::new(BTreeMap::from([
+                ("zone".to_string(), zone.to_string()),
+                ("hostname".to_string(), format!("n{i}")),
+            ]))
+        };
+        let mut held: Vec<Arc<BTreeMap<String, String>>> = (0..8).map(|i| labels(i, "a")).collect();
+        let mut lists: [Vec<usize>; 2] = [(0..8).collect(), (0..6).collect()];
+        for round in 0..600 {
+            let caller = round % 2;
+            match below(6) {
+                0 => {
+                    let i = below(held.len());
+                    Arc::make_mut(&mut held[i])
+                        .insert("zone".into(), ["a", "b", "c"][below(3)].into());
+                }
+                1 => lists[caller].retain(|_| below(4) != 0),
+                2 => lists[caller].push(below(held.len())),
+                _ => {}
+            }
+            let nodes: Vec<super::super::NodeInput> = lists[caller]
+                .iter()
+                .map(|&i| {
+                    let mut n = node(&format!("n{i}"), &[]);
+                    n.labels = NodeLabels::Shared(Arc::clone(&held[i]));
+                    n
+                })
+                .collect();
+            let (reqs, domains) = node_derived(&nodes);
+            assert_eq!(sorted(domains), fresh(&nodes), "round {round}");
+            for (n, r) in nodes.iter().zip(&reqs) {
+                assert_eq!(**r, Requirements::from_labels(&n.labels), "{}", n.name);
+            }
+        }
+    }
+
+    /// A list naming one memoized node twice and leaving another out is not the memo as
+    /// it stands: the node left out must leave the domains.
+    #[test]
+    fn a_repeated_name_does_not_hide_a_node_that_left() {
+        let a = Arc::new(BTreeMap::from([("zone".to_string(), "a".to_string())]));
+        let b = Arc::new(BTreeMap::from([("zone".to_string(), "b".to_string())]));
+        let with = |name: &str, l: &Arc<BTreeMap<String, String>>| {
+            let mut n = node(name, &[]);
+            n.labels = NodeLabels::Shared(Arc::clone(l));
+            n
+        };
+        let _ = node_derived(&[with("x", &a), with("y", &b)]);
+        let (_, domains) = node_derived(&[with("x", &a), with("x", &a)]);
+        assert_eq!(sorted(domains)["zone"], BTreeSet::from(["a".to_string()]));
     }
 }

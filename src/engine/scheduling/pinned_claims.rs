@@ -9,7 +9,9 @@
 //! (the topology requirement it computes excludes `d`), so skipping it changes nothing:
 //! the claims visited are the same claims in the same order, minus certain failures.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use crate::engine::fast_hash::FastMap;
 
 use super::PlannedClaim;
 
@@ -23,7 +25,7 @@ pub(super) struct ByDomain {
 /// The open claims indexed by pinned domain, for the keys pods have asked about.
 #[derive(Default)]
 pub(super) struct PinnedClaims {
-    pub(super) by_key: HashMap<String, ByDomain>,
+    pub(super) by_key: FastMap<String, ByDomain>,
     /// Tests turn the index off (and the hostname-limit cursors and skips with it) to
     /// compare with the plain scan of every open claim.
     pub(super) disabled: bool,

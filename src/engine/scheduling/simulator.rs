@@ -1,6 +1,8 @@
 //! A solve prepared once and run many times (see [`Simulator`]).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::engine::fast_hash::FastMap;
 use std::sync::Arc;
 
 use crate::api::nodeclaim::TaintEffect;
@@ -16,7 +18,7 @@ use super::{
 
 /// Counts of matching bound pods per domain, by topology group: what
 /// [`Simulator::with_group_counts`] takes.
-pub type GroupCounts = HashMap<topology::GroupKey, HashMap<String, i32>>;
+pub type GroupCounts = FastMap<topology::GroupKey, FastMap<String, i32>>;
 
 /// A solve prepared once and run many times: the NodePool templates, the existing nodes'
 /// free room and the cluster's topology counts are built on creation, and each
@@ -40,7 +42,7 @@ pub struct Simulator<'a> {
     /// Topology with the bound pods' inverse anti-affinity; cloned per run.
     base: Topology,
     /// Groups counted over every bound pod, by constraint, filled on first use.
-    group_cache: HashMap<topology::GroupKey, topology::Group>,
+    group_cache: FastMap<topology::GroupKey, topology::Group>,
     /// Counts over every bound pod that the caller kept from earlier simulators of a
     /// cluster that has since changed a little: a group found here is not counted again.
     seeds: Option<Arc<GroupCounts>>,
@@ -48,7 +50,7 @@ pub struct Simulator<'a> {
     /// counting a group whose selector requires a label visits only the pods that carry
     /// it. Built per key on first use, over borrowed text: indexing every label of every
     /// bound pod (tens of thousands of copied strings) was a tenth of a simulated day.
-    bound_by_label: HashMap<String, HashMap<&'a str, Vec<usize>>>,
+    bound_by_label: FastMap<String, FastMap<&'a str, Vec<usize>>>,
     slot_index: SlotIndex,
     /// Per template, per option: the cheapest offering the pool allows, USD/h.
     option_prices: Vec<Vec<f64>>,
@@ -62,7 +64,7 @@ pub struct Simulator<'a> {
 /// whose spread allows two zones visits only the nodes in them.
 #[derive(Default)]
 pub(super) struct SlotIndex {
-    by_key: HashMap<String, HashMap<String, Vec<usize>>>,
+    by_key: FastMap<String, FastMap<String, Vec<usize>>>,
 }
 
 impl SlotIndex {
@@ -75,7 +77,7 @@ impl SlotIndex {
         slots: &[ExistingSlot],
     ) -> Vec<usize> {
         let by_value = self.by_key.entry(key.to_string()).or_insert_with(|| {
-            let mut m: HashMap<String, Vec<usize>> = HashMap::new();
+            let mut m: FastMap<String, Vec<usize>> = FastMap::default();
             for (i, s) in slots.iter().enumerate() {
                 match s.requirements.get(key) {
                     Some(r) if !r.is_complement() && r.values().len() == 1 => {
@@ -201,9 +203,9 @@ impl<'a> Simulator<'a> {
             slot_ports,
             node_slot,
             base,
-            group_cache: HashMap::new(),
+            group_cache: FastMap::default(),
             seeds: None,
-            bound_by_label: HashMap::new(),
+            bound_by_label: FastMap::default(),
             slot_index: SlotIndex::default(),
             option_prices,
             skip: Vec::new(),
@@ -230,14 +232,14 @@ impl<'a> Simulator<'a> {
     /// requires a label.
     fn count_group(
         bound: &'a [BoundPod<'a>],
-        by_label: &mut HashMap<String, HashMap<&'a str, Vec<usize>>>,
+        by_label: &mut FastMap<String, FastMap<&'a str, Vec<usize>>>,
         key: &topology::GroupKey,
         domains: Arc<BTreeSet<String>>,
     ) -> topology::Group {
         match key.selector.required_label() {
             Some((k, v)) => {
                 let by_value = by_label.entry(k.to_string()).or_insert_with(|| {
-                    let mut m: HashMap<&'a str, Vec<usize>> = HashMap::new();
+                    let mut m: FastMap<&'a str, Vec<usize>> = FastMap::default();
                     for (i, b) in bound.iter().enumerate() {
                         if let Some(value) = b.pod.labels.get(k) {
                             m.entry(value.as_str()).or_default().push(i);
@@ -380,7 +382,7 @@ impl<'a> Simulator<'a> {
         let mut claims: Vec<PlannedClaim> = Vec::new();
         let mut open: Vec<usize> = Vec::new();
         let mut remaining = self.remaining.clone();
-        let mut cursors: HashMap<(usize, bool, i32), usize> = HashMap::new();
+        let mut cursors: FastMap<(usize, bool, i32), usize> = FastMap::default();
         let mut pinned = super::PinnedClaims {
             disabled: self.plain_claim_scan,
             ..Default::default()

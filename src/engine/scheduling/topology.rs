@@ -9,7 +9,9 @@
 //! that set is finite (a NodeClaim's own hostname), so self-anti-affinity over thousands
 //! of new nodes stays O(1) per check instead of a scan of every hostname.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::engine::fast_hash::FastMap;
 use std::sync::Arc;
 
 use crate::api::labels;
@@ -86,27 +88,27 @@ impl std::fmt::Display for TopologyError {
 #[derive(Clone, Debug, Default)]
 pub struct Topology {
     groups: Vec<Group>,
-    index: HashMap<GroupKey, usize>,
+    index: FastMap<GroupKey, usize>,
     /// Groups whose anti-affinity owners repel the pods the group selects. Shared
     /// copy-on-write: a disruption pass clones the topology per simulation and changes
     /// only a few of thousands of groups.
     inverse: Vec<Arc<Group>>,
-    inverse_index: Arc<HashMap<GroupKey, usize>>,
+    inverse_index: Arc<FastMap<GroupKey, usize>>,
     /// The inverse groups' selectors, indexed: finding the groups that select a pod
     /// looks at few.
     inverse_selectors: Arc<SelectorIndex>,
     /// Known domains per topology key, shared between the simulations of one pass.
-    domains: Arc<HashMap<String, Arc<BTreeSet<String>>>>,
+    domains: Arc<FastMap<String, Arc<BTreeSet<String>>>>,
     /// Domains registered during this round (new NodeClaims' hostnames).
-    extra: HashMap<String, BTreeSet<String>>,
+    extra: FastMap<String, BTreeSet<String>>,
     /// Groups each pod (by uid) owns.
-    owned: HashMap<String, Vec<usize>>,
+    owned: FastMap<String, Vec<usize>>,
 }
 
 impl Topology {
     /// Starts with the domain universe: every value of every key the NodePools and
     /// instance types could produce, plus the labels of existing nodes.
-    pub fn new(domains: HashMap<String, Arc<BTreeSet<String>>>) -> Topology {
+    pub fn new(domains: FastMap<String, Arc<BTreeSet<String>>>) -> Topology {
         Topology {
             domains: Arc::new(domains),
             ..Default::default()

@@ -152,7 +152,8 @@ fn reserved_nodeclaims_count_against_the_budget() {
     for n in ["a", "b", "c"] {
         f.node(n, "default", "m", OnDemand, hour());
     }
-    let reserved: std::collections::HashSet<String> = ["a".to_string()].into();
+    let reserved: crate::engine::fast_hash::FastSet<String> =
+        ["a".to_string()].into_iter().collect();
     let b = evaluate_budgets(&f.state, f.now, &reserved);
     assert_eq!(
         b[0].allowed(crate::api::nodepool::DisruptionReason::Empty),

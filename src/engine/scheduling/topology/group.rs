@@ -1,7 +1,9 @@
 //! One topology group: the counts of matching pods per domain for one spread constraint or
 //! (anti-)affinity term, and the domains it leaves open to a pod.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::engine::fast_hash::FastMap;
 use std::sync::Arc;
 
 use crate::api::labels;
@@ -22,7 +24,7 @@ pub struct Group {
     /// Domains registered since (new NodeClaims' hostnames).
     extra: BTreeSet<String>,
     /// Non-zero counts only.
-    counts: HashMap<String, i32>,
+    counts: FastMap<String, i32>,
 }
 
 impl Group {
@@ -32,7 +34,7 @@ impl Group {
             id,
             universe,
             extra: BTreeSet::new(),
-            counts: HashMap::new(),
+            counts: FastMap::default(),
         }
     }
 
@@ -129,7 +131,7 @@ impl Group {
     pub fn from_counts(
         id: GroupKey,
         universe: Arc<BTreeSet<String>>,
-        counts: &HashMap<String, i32>,
+        counts: &FastMap<String, i32>,
     ) -> Group {
         let mut g = Group::new(id, universe);
         g.counts = counts
@@ -170,7 +172,7 @@ impl Group {
     }
 
     /// Counts per domain (non-zero only).
-    pub fn counts(&self) -> &HashMap<String, i32> {
+    pub fn counts(&self) -> &FastMap<String, i32> {
         &self.counts
     }
 
@@ -180,7 +182,7 @@ impl Group {
     /// taint check alone is cheaper than the lookup and stays per pod.
     pub fn count_all<'a>(&mut self, bound: impl IntoIterator<Item = &'a BoundPod<'a>>, delta: i32) {
         type NodeId = (*const BTreeMap<String, String>, *const Taint);
-        let mut on_node: HashMap<NodeId, bool> = HashMap::new();
+        let mut on_node: FastMap<NodeId, bool> = FastMap::default();
         for b in bound {
             if !self.selects(b.pod) {
                 continue;
