@@ -23,6 +23,31 @@ pub struct NodeTimeline {
     pub startup_taints: Vec<String>,
 }
 
+/// `now` less each of the kubelet's delays, taken once per round. A node's times compared
+/// with these answer "has this stage come?" exactly as adding the delay to each node's
+/// time and comparing with `now` would, without chrono's calendar arithmetic for every
+/// node at every round (adding delays to times was a tenth of a simulated day's
+/// instructions).
+pub(super) struct Horizon {
+    /// Registered at or before this: Ready.
+    ready: DateTime<Utc>,
+    /// Registered at or before this: startup taints gone.
+    startup: DateTime<Utc>,
+    /// Kubelet lost at or before this: its pods are evicted.
+    eviction: DateTime<Utc>,
+}
+
+impl Horizon {
+    pub(super) fn new(s: &SimSettings, now: DateTime<Utc>) -> Horizon {
+        let ready = now - s.ready_delay;
+        Horizon {
+            ready,
+            startup: ready - s.startup_delay,
+            eviction: now - s.unreachable_eviction,
+        }
+    }
+}
+
 impl NodeTimeline {
     fn ready_at(&self, s: &SimSettings) -> DateTime<Utc> {
         self.registered + s.ready_delay
@@ -32,15 +57,18 @@ impl NodeTimeline {
         self.ready_at(s) + s.startup_delay
     }
 
-    /// The next moment this node changes on its own.
-    pub fn next_event(&self, s: &SimSettings, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    /// The next moment this node changes on its own, after the `h`orizon's now.
+    pub(super) fn next_event(&self, s: &SimSettings, h: &Horizon) -> Option<DateTime<Utc>> {
         if let Some(lost) = self.kubelet_lost {
-            let t = lost + s.unreachable_eviction;
-            return (t > now).then_some(t);
+            return (lost > h.eviction).then(|| lost + s.unreachable_eviction);
         }
-        [self.ready_at(s), self.startup_done_at(s)]
-            .into_iter()
-            .find(|t| *t > now)
+        if self.registered > h.ready {
+            Some(self.ready_at(s))
+        } else if self.registered > h.startup {
+            Some(self.startup_done_at(s))
+        } else {
+            None
+        }
     }
 }
 
@@ -50,9 +78,11 @@ impl SimCluster {
     /// syncs them) plus the chaos taint if one is set.
     pub(super) fn register_nodes<'a>(&mut self, instances: impl Iterator<Item = &'a SimInstance>) {
         let now = self.now;
+        // Running for the registration delay, compared without adding it to every time.
+        let since = now - self.settings.registration_delay;
         let due: Vec<&SimInstance> = instances
             .filter(|i| {
-                i.running_at + self.settings.registration_delay <= now
+                i.running_at <= since
                     && i.reclaim_at.is_none_or(|t| t > now)
                     && !self.registered.contains(&i.instance.provider_id)
             })
@@ -120,23 +150,23 @@ impl SimCluster {
     /// Readiness, startup taints and unreachable eviction, for every node.
     pub(super) fn progress_nodes(&mut self) {
         let now = self.now;
-        let s = self.settings.clone();
+        let h = Horizon::new(&self.settings, now);
         let mut changed = Vec::new();
         let mut evict_from = Vec::new();
         for n in self.nodes.values_mut() {
             let t = &mut n.timeline;
             if let Some(lost) = t.kubelet_lost {
-                if now >= lost + s.unreachable_eviction {
+                if lost <= h.eviction {
                     evict_from.push(n.object.name.clone());
                 }
                 continue;
             }
             let mut touched = false;
-            if !n.object.ready && now >= t.ready_at(&s) {
+            if !n.object.ready && t.registered <= h.ready {
                 n.object.ready = true;
                 touched = true;
             }
-            if !t.startup_taints_removed && now >= t.startup_done_at(&s) {
+            if !t.startup_taints_removed && t.registered <= h.startup {
                 let keys = std::mem::take(&mut t.startup_taints);
                 n.object.taints.retain(|x| !keys.contains(&x.key));
                 t.startup_taints_removed = true;

@@ -20,7 +20,7 @@ mod kubelet;
 mod scheduler;
 pub mod workloads;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 
 use chrono::{DateTime, TimeDelta, Utc};
 
@@ -28,6 +28,7 @@ use super::{Change, DaemonSetObject, NodeClaimObject, NodeObject, Object, Object
 use crate::api::generate_name::generate_name;
 use crate::api::nodeclaim::{Taint, TaintEffect};
 use crate::api::nodepool::NodePool;
+use crate::engine::fast_hash::FastSet;
 use crate::engine::pod::{Owner, Phase, Pod, PodKey};
 use crate::engine::state::Pdb;
 pub use kubelet::NodeTimeline;
@@ -112,8 +113,9 @@ pub struct SimCluster {
     daemonsets: BTreeMap<(String, String), DaemonSetObject>,
     deployments: BTreeMap<(String, String), Deployment>,
     jobs: BTreeMap<(String, String), Job>,
-    /// Instances whose kubelet has registered (or will never: reclaimed).
-    registered: BTreeSet<String>,
+    /// Instances whose kubelet has registered (or will never: reclaimed). Asked about
+    /// every instance at every round, so hashed rather than ordered.
+    registered: FastSet<String>,
     /// Changes not yet seen by the controller, with when they happened (the watch
     /// delivers each `watch_latency` later).
     queue: std::collections::VecDeque<(DateTime<Utc>, Change)>,
@@ -152,7 +154,7 @@ impl SimCluster {
             daemonsets: BTreeMap::new(),
             deployments: BTreeMap::new(),
             jobs: BTreeMap::new(),
-            registered: BTreeSet::new(),
+            registered: FastSet::default(),
             queue: std::collections::VecDeque::new(),
             resync: true,
             schedule_dirty: true,
@@ -412,16 +414,17 @@ impl SimCluster {
     ) -> Option<DateTime<Utc>> {
         let now = self.now;
         let mut next: Vec<DateTime<Utc>> = Vec::new();
+        // A registration due by now is no next event, registered or not: the set is asked
+        // only about the instances still starting, and the delay is added only to theirs.
+        let since = now - self.settings.registration_delay;
         for i in instances {
-            // A registration due by now is no next event, registered or not: the set is
-            // asked only about the instances still starting.
-            let at = i.running_at + self.settings.registration_delay;
-            if at > now && !self.registered.contains(&i.instance.provider_id) {
-                next.push(at);
+            if i.running_at > since && !self.registered.contains(&i.instance.provider_id) {
+                next.push(i.running_at + self.settings.registration_delay);
             }
         }
+        let horizon = kubelet::Horizon::new(&self.settings, now);
         for n in self.nodes.values() {
-            next.extend(n.timeline.next_event(&self.settings, now));
+            next.extend(n.timeline.next_event(&self.settings, &horizon));
         }
         if let Some((at, _)) = self.queue.front() {
             next.push(*at + self.settings.watch_latency);

@@ -65,8 +65,11 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                     }
                 }
                 Some(l) => {
-                    let overdue = registration_deadline(&r.claim, l.at).is_some_and(|t| now >= t);
-                    if r.node.is_none() && overdue {
+                    // Only a claim without a Node can be overdue: the deadline (a time
+                    // sum per claim per round) is worked out for those alone.
+                    let overdue =
+                        || registration_deadline(&r.claim, l.at).is_some_and(|t| now >= t);
+                    if r.node.is_none() && overdue() {
                         self.delete_nodeclaim(&name, "not registered within 15m (liveness)", now)
                             .await;
                         self.batcher.trigger(now);

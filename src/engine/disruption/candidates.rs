@@ -72,7 +72,8 @@ pub fn eviction_cost(p: &Pod) -> f64 {
 pub fn lifetime_remaining(node: &StateNode, now: DateTime<Utc>) -> f64 {
     match node.expire_after {
         Some(total) if total > TimeDelta::zero() => {
-            let left = (node.created + total - now).num_milliseconds() as f64;
+            // Time left, in durations only: adding `total` to a time is calendar work.
+            let left = (total - (now - node.created)).num_milliseconds() as f64;
             (left / total.num_milliseconds() as f64).clamp(0.0, 1.0)
         }
         _ => 1.0,

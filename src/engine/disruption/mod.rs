@@ -265,7 +265,8 @@ fn plan_with<'p>(
         if let Some(d) = &drifted {
             pass.drifted.insert(key.clone(), d.to_string());
         }
-        soon.add(node.expires_at());
+        let expires = node.expires_at();
+        soon.add(expires);
         soon.add(node.nominated_until);
         if let Some(why) = options.held.get(key) {
             pass.outcomes.insert(
@@ -274,7 +275,7 @@ fn plan_with<'p>(
             );
             continue;
         }
-        if let Some(at) = node.expires_at()
+        if let Some(at) = expires
             && now >= at
             && !node.going_away()
         {
