@@ -283,3 +283,49 @@ impl SimCluster {
         self.emit_pod(key);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeDelta;
+
+    /// Around every stage's moment (a second either side and on it), the horizon's
+    /// comparisons decide as adding the delays to the node's times would: the next event,
+    /// Ready, startup taints gone, and eviction after the kubelet was lost.
+    #[test]
+    fn the_horizon_decides_as_adding_the_delays_would() {
+        let s = SimSettings::default();
+        let t0 = DateTime::<Utc>::from_timestamp(1_700_000_000, 0).unwrap();
+        let sec = TimeDelta::seconds;
+        let ready = s.ready_delay;
+        let startup = s.ready_delay + s.startup_delay;
+        let mut moments = Vec::new();
+        for base in [TimeDelta::zero(), ready, startup, s.unreachable_eviction] {
+            for d in [-1, 0, 1] {
+                moments.push(t0 + base + sec(d));
+            }
+        }
+        for lost in [None, Some(t0 + sec(5))] {
+            let t = NodeTimeline {
+                registered: t0,
+                startup_taints_removed: false,
+                kubelet_lost: lost,
+                startup_taints: Vec::new(),
+            };
+            for &now in &moments {
+                let h = Horizon::new(&s, now);
+                let plain = match lost {
+                    Some(l) => Some(l + s.unreachable_eviction).filter(|x| *x > now),
+                    None => [t0 + ready, t0 + startup].into_iter().find(|x| *x > now),
+                };
+                assert_eq!(t.next_event(&s, &h), plain, "next event at {now}");
+                assert_eq!(t0 <= h.ready, now >= t0 + ready, "ready at {now}");
+                assert_eq!(t0 <= h.startup, now >= t0 + startup, "startup at {now}");
+                if let Some(l) = lost {
+                    let evicted = now >= l + s.unreachable_eviction;
+                    assert_eq!(l <= h.eviction, evicted, "eviction at {now}");
+                }
+            }
+        }
+    }
+}
