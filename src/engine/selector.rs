@@ -1,7 +1,9 @@
 //! Kubernetes label selectors (matchLabels + matchExpressions), as used by pod affinity,
 //! topology spread constraints and PodDisruptionBudgets.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use crate::engine::fast_hash::FastMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
@@ -87,7 +89,7 @@ impl Selector {
     }
 }
 
-type LabelMap<V> = HashMap<String, V, foldhash::fast::RandomState>;
+type LabelMap<V> = FastMap<String, V>;
 
 /// Items (the caller's indices) by label key and value. Lookups borrow the key and value,
 /// so a hot loop asking "who carries app=web" allocates nothing.

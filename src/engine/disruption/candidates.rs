@@ -10,7 +10,7 @@
 //! ranked by disruption cost (`disruptionutils.ReschedulingCost` times
 //! `LifetimeRemaining`), cheapest first.
 
-use std::collections::HashMap;
+use crate::engine::fast_hash::FastMap;
 
 use chrono::{DateTime, TimeDelta, Utc};
 
@@ -126,13 +126,13 @@ fn positive_duration(v: &str) -> Result<TimeDelta, String> {
 /// pass: 50,000 pods against hundreds of PDBs look at a handful each.
 pub struct PdbIndex<'a> {
     pdbs: &'a [Pdb],
-    /// foldhash: one lookup per pod of every candidate node, each poll.
-    by_namespace: HashMap<&'a str, SelectorIndex, foldhash::fast::RandomState>,
+    /// Hashed fast: one lookup per pod of every candidate node, each poll.
+    by_namespace: FastMap<&'a str, SelectorIndex>,
 }
 
 impl<'a> PdbIndex<'a> {
     pub fn new(pdbs: &'a [Pdb]) -> Self {
-        let mut by_namespace: HashMap<&str, SelectorIndex, _> = HashMap::default();
+        let mut by_namespace: FastMap<&str, SelectorIndex> = FastMap::default();
         for (i, p) in pdbs.iter().enumerate() {
             by_namespace
                 .entry(p.namespace.as_str())
