@@ -63,9 +63,10 @@ pub(super) type NodeDomains = FastMap<String, Arc<BTreeSet<String>>>;
 /// A node's labels and the requirements built from them.
 struct Derived {
     labels: Arc<BTreeMap<String, String>>,
-    /// A second shared copy of the same labels, known by identity too: the controller's
-    /// nodes and the simulated cluster's Nodes hold the same labels in different
-    /// allocations, and their simulators alternate on one thread.
+    /// A second shared copy of the same labels, known by identity too: a node rebuilt
+    /// with equal labels in a new allocation, or a third kind of caller sharing this memo
+    /// with its own copies (the controller's nodes and the simulated cluster's Nodes hold
+    /// the same labels in different allocations).
     twin: Option<Arc<BTreeMap<String, String>>>,
     requirements: Arc<Requirements>,
     /// The memo's stamp when a node list last named this node (see [`NodeMemo::reuse`]).
