@@ -75,18 +75,20 @@ pub fn evaluate(
     // those of deleting nodes may not (upstream `AllNonPendingPodsScheduled`).
     let blocking = |k: &PodKey| own_keys.contains(k) || movers.moving.contains(k);
     let failed = |r: &crate::engine::scheduling::Results| r.errors.keys().any(&blocking);
-    // Only types cheaper than the candidates can replace them; when that fails, the
-    // uncapped simulation says why (pods would not fit, several nodes, or nothing
-    // cheaper), so the explanation is the one upstream would give.
-    let mut results = sim.run_capped(&pods, &excluded, Some(price));
-    if !explain && (failed(&results) || results.new_nodeclaims.len() > 1) {
+    // Only types cheaper than the candidates can replace them, and only one new node
+    // can: the capped simulation stops at a second. When it fails, the uncapped
+    // simulation says why (pods would not fit, several nodes, or nothing cheaper), so
+    // the explanation is the one upstream would give.
+    let capped = sim
+        .run_within(&pods, &excluded, Some(price), 1)
+        .filter(|r| !failed(r));
+    let results = match capped {
+        Some(r) => r,
         // The capped and the uncapped simulation reach the same decision (nothing
         // cheaper works); only the words would differ.
-        return Err(Block::NoCheaperReplacement);
-    }
-    if failed(&results) || results.new_nodeclaims.len() > 1 {
-        results = sim.run(&pods, &excluded);
-    }
+        None if !explain => return Err(Block::NoCheaperReplacement),
+        None => sim.run(&pods, &excluded),
+    };
     if let Some((pod, why)) = results.errors.iter().find(|(k, _)| blocking(k)) {
         return Err(Block::PodsWouldNotFit {
             pod: pod.clone(),

@@ -620,6 +620,7 @@ fn a_reused_simulator_answers_like_fresh_solves() {
     assert!(compared >= 15, "only {compared} nodes compared");
 }
 
+mod claim_limit;
 mod incremental;
 mod upstream_rules;
 
