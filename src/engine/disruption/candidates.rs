@@ -341,13 +341,18 @@ pub fn candidate(
 }
 
 /// Sorts candidates cheapest to disrupt first; ties by NodeClaim, so passes are
-/// deterministic.
-pub fn rank(candidates: &mut [Candidate], state: &ClusterState) {
-    candidates.sort_by(|a, b| {
-        a.cost.total_cmp(&b.cost).then_with(|| {
-            state.nodes[a.node]
-                .nodeclaim
-                .cmp(&state.nodes[b.node].nodeclaim)
-        })
-    });
+/// deterministic. The sort moves small keys and places each candidate once: sorting
+/// the candidates themselves moved a few hundred bytes per step, 2% of a simulated day.
+pub fn rank(candidates: &mut Vec<Candidate>, state: &ClusterState) {
+    let claim = |i: usize| state.nodes[i].nodeclaim.as_str();
+    let mut order: Vec<(f64, usize, usize)> = candidates
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.cost, c.node, i))
+        .collect();
+    // Cost, then NodeClaim: a total order (a node is one candidate), so an unstable sort
+    // gives what a stable one would.
+    order.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then_with(|| claim(a.1).cmp(claim(b.1))));
+    let mut taken: Vec<Option<Candidate>> = candidates.drain(..).map(Some).collect();
+    candidates.extend(order.iter().filter_map(|&(_, _, i)| taken[i].take()));
 }

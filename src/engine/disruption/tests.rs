@@ -621,6 +621,7 @@ fn a_reused_simulator_answers_like_fresh_solves() {
 }
 
 mod claim_limit;
+mod ranking;
 mod incremental;
 mod upstream_rules;
 
