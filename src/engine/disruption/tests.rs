@@ -621,8 +621,8 @@ fn a_reused_simulator_answers_like_fresh_solves() {
 }
 
 mod claim_limit;
-mod ranking;
 mod incremental;
+mod ranking;
 mod upstream_rules;
 
 /// m $0.40 (4 cpu), l $0.70 (8 cpu), big $1.00 (16 cpu); on-demand only.
