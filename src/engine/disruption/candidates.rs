@@ -342,7 +342,7 @@ pub fn candidate(
 
 /// Sorts candidates cheapest to disrupt first; ties by NodeClaim, so passes are
 /// deterministic. The sort moves small keys and places each candidate once: sorting
-/// the candidates themselves moved a few hundred bytes per step, 2% of a simulated day.
+/// the candidates themselves moved a few hundred bytes per step.
 pub fn rank(candidates: &mut Vec<Candidate>, state: &ClusterState) {
     let claim = |i: usize| state.nodes[i].nodeclaim.as_str();
     let mut order: Vec<(f64, usize, usize)> = candidates
