@@ -289,9 +289,17 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         // pass without telling the operator anything new. Only a new kind is put in
         // words (every node's outcome is looked at each pass).
         let mut fresh: Vec<(String, &Block, String)> = Vec::new();
+        // Records and outcomes are both in NodeClaim order: walked side by side, each
+        // record costs a compare or two instead of a lookup (a tenth of the string
+        // compares at a thousand nodes).
+        let mut outcomes = pass.outcomes.iter().peekable();
         for r in self.registry.records_mut() {
-            let block = match pass.outcomes.get(&r.claim.name) {
-                Some(Outcome::Blocked(b)) => Some(b),
+            while outcomes
+                .next_if(|(claim, _)| claim.as_str() < r.claim.name.as_str())
+                .is_some()
+            {}
+            let block = match outcomes.next_if(|(claim, _)| **claim == r.claim.name) {
+                Some((_, Outcome::Blocked(b))) => Some(b),
                 _ => None,
             };
             if matches!(block, Some(Block::NotEvaluated)) {
