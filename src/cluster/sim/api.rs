@@ -318,7 +318,7 @@ impl SimCluster {
         }
         self.schedule_dirty = true;
         self.emit(Change::Deleted(ObjectRef::Node(node.to_string())));
-        let bound: Vec<PodKey> = self.index.bound_to(node).cloned().collect();
+        let bound: Vec<PodKey> = self.index.bound_to(node).map(|p| p.key.clone()).collect();
         for k in bound {
             self.delete_pod(&k);
         }

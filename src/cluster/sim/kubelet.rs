@@ -195,7 +195,6 @@ impl SimCluster {
             let doomed: Vec<PodKey> = self
                 .index
                 .bound_to(&node)
-                .filter_map(|k| self.pods.get(k))
                 .filter(|p| !p.is_daemonset())
                 .filter(|p| {
                     taints

@@ -21,6 +21,7 @@ mod scheduler;
 pub mod workloads;
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use chrono::{DateTime, TimeDelta, Utc};
 
@@ -34,8 +35,9 @@ use crate::engine::state::Pdb;
 pub use kubelet::NodeTimeline;
 use workloads::{Deployment, Job, PdbCounts, PdbSpec};
 
-/// Pods by key (foldhash: keys are the cluster's own, nobody picks them to collide).
-type PodMap = HashMap<PodKey, Pod, foldhash::fast::FixedState>;
+/// Pods by key (foldhash: keys are the cluster's own, nobody picks them to collide),
+/// each shared with the index's sets (see [`index`]).
+type PodMap = HashMap<PodKey, Arc<Pod>, foldhash::fast::FixedState>;
 
 /// The taint the node lifecycle controller puts on a node whose kubelet stopped
 /// reporting; pods without a toleration are evicted from it after
@@ -188,7 +190,7 @@ impl SimCluster {
     pub(super) fn emit_pod(&mut self, key: &PodKey) {
         self.pods_dirty = true;
         if let Some(p) = self.pods.get(key) {
-            let c = Change::Applied(Object::Pod(Box::new(p.clone())));
+            let c = Change::Applied(Object::Pod(Box::new(Pod::clone(p))));
             self.emit(c);
         }
     }
@@ -254,6 +256,7 @@ impl SimCluster {
             self.index.remove(old);
             count_in_pdbs(&self.pdbs, &mut self.pdb_counts, old, false);
         }
+        let pod = Arc::new(pod);
         self.index.insert(&pod);
         count_in_pdbs(&self.pdbs, &mut self.pdb_counts, &pod, true);
         self.pods.insert(pod.key.clone(), pod);
@@ -267,7 +270,8 @@ impl SimCluster {
         };
         self.index.remove(p);
         count_in_pdbs(&self.pdbs, &mut self.pdb_counts, p, false);
-        change(p);
+        // Out of the index, the map holds the only `Arc`: nothing is copied.
+        change(Arc::make_mut(p));
         self.index.insert(p);
         count_in_pdbs(&self.pdbs, &mut self.pdb_counts, p, true);
         true
@@ -309,12 +313,12 @@ impl SimCluster {
             .map(|p| p.key.clone())
             .collect();
         for k in &keys {
-            if let Some(p) = self.pods.get_mut(k) {
+            self.change_pod(k, |p| {
                 match value {
                     Some(v) => p.annotations.insert(key.to_string(), v.to_string()),
                     None => p.annotations.remove(key),
                 };
-            }
+            });
             self.emit_pod(k);
         }
         keys.len()
@@ -381,7 +385,7 @@ impl SimCluster {
 
     /// Every pod, in key order (the API server's list order).
     fn pods_in_order(&self) -> Vec<&Pod> {
-        let mut pods: Vec<&Pod> = self.pods.values().collect();
+        let mut pods: Vec<&Pod> = self.pods.values().map(|p| &**p).collect();
         pods.sort_unstable_by(|a, b| a.key.cmp(&b.key));
         pods
     }
@@ -443,7 +447,7 @@ impl SimCluster {
         }
         for (namespace, name) in self.jobs.keys() {
             let owner = (namespace.clone(), "Job".to_string(), name.clone());
-            for p in self.index.owned_by(&owner).filter_map(|k| self.pods.get(k)) {
+            for p in self.index.owned_by(&owner) {
                 if let Some(t) = self.job_pod_done_at(p) {
                     next.push(t);
                 }
@@ -460,11 +464,9 @@ impl SimCluster {
         let mut done: Vec<PodKey> = Vec::new();
         for (namespace, name) in self.jobs.keys() {
             let owner = (namespace.clone(), "Job".to_string(), name.clone());
-            for k in self.index.owned_by(&owner) {
-                if let Some(p) = self.pods.get(k)
-                    && self.job_pod_done_at(p).is_some_and(|t| t <= self.now)
-                {
-                    done.push(k.clone());
+            for p in self.index.owned_by(&owner) {
+                if self.job_pod_done_at(p).is_some_and(|t| t <= self.now) {
+                    done.push(p.key.clone());
                 }
             }
         }
@@ -513,7 +515,6 @@ impl SimCluster {
                 let mut pods: Vec<(bool, DateTime<Utc>, PodKey)> = self
                     .index
                     .owned_by(&owner)
-                    .filter_map(|k| self.pods.get(k))
                     .map(|p| (p.node_name.is_some(), p.created, p.key.clone()))
                     .collect();
                 pods.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));

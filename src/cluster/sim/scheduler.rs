@@ -19,12 +19,7 @@ impl SimCluster {
             return;
         }
         self.schedule_dirty = false;
-        let pending: Vec<&Pod> = self
-            .index
-            .pending()
-            .iter()
-            .filter_map(|k| self.pods.get(k))
-            .collect();
+        let pending: Vec<&Pod> = self.index.pending().collect();
         if pending.is_empty() {
             self.bind_at.clear();
             return;
@@ -36,7 +31,6 @@ impl SimCluster {
             let bound = self
                 .index
                 .bound_to(&n.object.name)
-                .filter_map(|k| self.pods.get(k))
                 .filter(|p| !p.is_terminal());
             if !n.object.ready {
                 input.bound.extend(bound.map(|pod| BoundPod {
