@@ -80,13 +80,30 @@ impl SimCluster {
         let now = self.now;
         // Running for the registration delay, compared without adding it to every time.
         let since = now - self.settings.registration_delay;
+        // An instance running before an earlier round's `since` was launched before that
+        // round (launched at or before running, and that `since` is at or before the
+        // round's now), so that round registered it or it never will: it is not asked
+        // about again. Unit-test builds check this against asking the set.
+        let seen = self.registration_seen;
+        let fresh = |i: &SimInstance| seen.is_none_or(|s| i.running_at >= s);
         let due: Vec<&SimInstance> = instances
             .filter(|i| {
+                #[cfg(test)]
+                assert!(
+                    fresh(i)
+                        || i.running_at > since
+                        || i.reclaim_at.is_some_and(|t| t <= now)
+                        || self.registered.contains(&i.instance.provider_id),
+                    "instance {} was due before {seen:?} and is not registered",
+                    i.instance.provider_id
+                );
                 i.running_at <= since
+                    && fresh(i)
                     && i.reclaim_at.is_none_or(|t| t > now)
                     && !self.registered.contains(&i.instance.provider_id)
             })
             .collect();
+        self.registration_seen = Some(seen.map_or(since, |s| s.max(since)));
         for i in due {
             let inst = &i.instance;
             self.registered.insert(inst.provider_id.clone());

@@ -118,6 +118,10 @@ pub struct SimCluster {
     /// Instances whose kubelet has registered (or will never: reclaimed). Asked about
     /// every instance at every round, so hashed rather than ordered.
     registered: FastSet<String>,
+    /// The latest "running since" a registration round has looked at: every instance
+    /// running before it was looked at then (see `register_nodes`), so a round asks the
+    /// set only about the instances that came since, not about all thousand.
+    registration_seen: Option<DateTime<Utc>>,
     /// Changes not yet seen by the controller, with when they happened (the watch
     /// delivers each `watch_latency` later).
     queue: std::collections::VecDeque<(DateTime<Utc>, Change)>,
@@ -157,6 +161,7 @@ impl SimCluster {
             deployments: BTreeMap::new(),
             jobs: BTreeMap::new(),
             registered: FastSet::default(),
+            registration_seen: None,
             queue: std::collections::VecDeque::new(),
             resync: true,
             schedule_dirty: true,
