@@ -237,7 +237,7 @@ fn plan_with<'p>(
     }
 
     // Node-level blocks, expiration, drift verdicts, and the candidate list.
-    let mut cands: Vec<Candidate> = Vec::new();
+    let mut cands: Vec<Candidate> = Vec::with_capacity(state.nodes.len());
     for (i, node) in state.nodes.iter().enumerate() {
         let key = &node.nodeclaim;
         let pool = state.nodepools.get(&node.nodepool);

@@ -193,7 +193,7 @@ fn place(
     let restricted = if w.has_topology || !inverse.is_empty() {
         topology
             .allowed_domains(&w.pod, &w.strict, &inverse)
-            .map(|(key, allowed)| slot_index.slots_in(&key, &allowed, slots))
+            .map(|(key, allowed)| slot_index.slots_in(key, &allowed, slots))
     } else {
         None
     };

@@ -73,7 +73,7 @@ impl SlotIndex {
     pub(super) fn slots_in(
         &mut self,
         key: &str,
-        values: &[String],
+        values: &[&str],
         slots: &[ExistingSlot],
     ) -> Vec<usize> {
         let by_value = self.by_key.entry(key.to_string()).or_insert_with(|| {
@@ -90,8 +90,9 @@ impl SlotIndex {
         });
         let mut out: Vec<usize> = values
             .iter()
+            .copied()
             .filter(|v| !v.is_empty())
-            .chain(std::iter::once(&String::new()))
+            .chain(std::iter::once(""))
             .filter_map(|v| by_value.get(v))
             .flatten()
             .copied()

@@ -296,18 +296,18 @@ impl Topology {
     /// a spread or anti-affinity group decides that independently of the node: the
     /// scheduler then visits only the nodes in those domains (a necessary condition of
     /// [`Topology::may_admit`], so the placement is the one a full scan finds).
-    pub fn allowed_domains(
-        &self,
+    pub fn allowed_domains<'a>(
+        &'a self,
         pod: &Pod,
         strict: &Requirements,
-        inverse: &[usize],
-    ) -> Option<(String, Vec<String>)> {
+        inverse: &'a [usize],
+    ) -> Option<(&'a str, Vec<&'a str>)> {
         let g = self
             .constraints(pod, inverse)
             .find(|g| g.id.key != labels::HOSTNAME && g.id.kind != Kind::Affinity)?;
         let pod_domains = strict.get(&g.id.key);
         let allowed = g.admitted_domains(pod, pod_domains);
-        Some((g.id.key.clone(), allowed))
+        Some((g.id.key.as_str(), allowed))
     }
 
     /// The first key other than hostname that one of the pod's constraints is over: the

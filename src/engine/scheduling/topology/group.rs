@@ -288,11 +288,11 @@ impl Group {
     /// Every known domain [`Group::admits_domain`] says yes to, with what does not depend
     /// on the domain worked out once: a spread's minimum count walks every domain, and
     /// working it out again for each domain was a quarter of a disruption simulation.
-    pub(super) fn admitted_domains(
-        &self,
+    pub(super) fn admitted_domains<'g>(
+        &'g self,
         pod: &Pod,
         pod_domains: Option<&Requirement>,
-    ) -> Vec<String> {
+    ) -> Vec<&'g str> {
         let min = std::cell::OnceCell::new();
         let anywhere = std::cell::OnceCell::new();
         self.all()
@@ -306,7 +306,6 @@ impl Group {
                 );
                 verdict == Some(true)
             })
-            .map(str::to_string)
             .collect()
     }
 
@@ -523,10 +522,9 @@ mod tests {
                             ["a".to_string(), "c".to_string()],
                         )),
                     ] {
-                        let per_domain: Vec<String> = g
+                        let per_domain: Vec<&str> = g
                             .all()
                             .filter(|d| g.admits_domain(&pod, narrowed.as_ref(), d) == Some(true))
-                            .map(str::to_string)
                             .collect();
                         assert_eq!(
                             g.admitted_domains(&pod, narrowed.as_ref()),
