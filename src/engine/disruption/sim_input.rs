@@ -77,7 +77,7 @@ impl<'a> SimInput<'a> {
             });
         }
         // Sized up front: grown push by push, the bound pods' vector was copied a dozen
-        // times per pass (1.8% of the simulated day).
+        // times per pass (1.8% of the first 3 simulated hours' instructions).
         input.nodes.reserve(state.nodes.len());
         input.bound.reserve(pods_by_node.iter().map(Vec::len).sum());
         let mut index = vec![None; state.nodes.len()];
