@@ -76,7 +76,8 @@ impl SlotIndex {
         values: &[&str],
         slots: &[ExistingSlot],
     ) -> Vec<usize> {
-        let by_value = self.by_key.entry(key.to_string()).or_insert_with(|| {
+        // Looked up before inserting: `entry` would copy the key on every placement.
+        if !self.by_key.contains_key(key) {
             let mut m: FastMap<String, Vec<usize>> = FastMap::default();
             for (i, s) in slots.iter().enumerate() {
                 match s.requirements.get(key) {
@@ -86,8 +87,9 @@ impl SlotIndex {
                     _ => m.entry(String::new()).or_default().push(i),
                 }
             }
-            m
-        });
+            self.by_key.insert(key.to_string(), m);
+        }
+        let by_value = &self.by_key[key];
         let mut out: Vec<usize> = values
             .iter()
             .copied()
