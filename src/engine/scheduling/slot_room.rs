@@ -14,6 +14,8 @@ use crate::engine::resources::Resources;
 /// Slots per block: 32 makes a pass over 1,000 slots 32 block checks plus the slots of
 /// the blocks that may have room.
 const BLOCK: usize = 32;
+// A block's slots with room are read as the bits of a `u32`.
+const _: () = assert!(BLOCK <= 32);
 
 /// Each slot's free CPU and memory (millicores, bytes), and per block the largest of each.
 #[derive(Clone, Debug, Default)]
@@ -51,9 +53,16 @@ impl SlotRoom {
             .enumerate()
             .filter(move |(_, m)| m.0 >= cpu && m.1 >= memory)
             .flat_map(move |(b, _)| {
+                // The block's slots with room as the bits of one word, in a branch-free
+                // loop, then read off lowest bit first: a filter over each slot was an
+                // eighth of the instructions of a simulated day.
                 let start = b * BLOCK;
                 let end = (start + BLOCK).min(self.free.len());
-                (start..end).filter(move |&k| self.free[k].0 >= cpu && self.free[k].1 >= memory)
+                let mut mask: u32 = 0;
+                for (j, f) in self.free[start..end].iter().enumerate() {
+                    mask |= u32::from(f.0 >= cpu && f.1 >= memory) << j;
+                }
+                Bits { mask, base: start }
             })
     }
 
@@ -63,6 +72,25 @@ impl SlotRoom {
         self.most[b] = self.free[start..end]
             .iter()
             .fold((i64::MIN, i64::MIN), |m, f| (m.0.max(f.0), m.1.max(f.1)));
+    }
+}
+
+/// The positions of the set bits of `mask`, lowest first, offset by `base`.
+struct Bits {
+    mask: u32,
+    base: usize,
+}
+
+impl Iterator for Bits {
+    type Item = usize;
+
+    fn next(&mut self) -> Option<usize> {
+        if self.mask == 0 {
+            return None;
+        }
+        let j = self.mask.trailing_zeros() as usize;
+        self.mask &= self.mask - 1;
+        Some(self.base + j)
     }
 }
 
