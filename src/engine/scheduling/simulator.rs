@@ -76,32 +76,40 @@ impl SlotIndex {
         values: &[&str],
         slots: &[ExistingSlot],
     ) -> Vec<usize> {
-        // Looked up before inserting: `entry` would copy the key on every placement.
-        if !self.by_key.contains_key(key) {
-            let mut m: FastMap<String, Vec<usize>> = FastMap::default();
-            for (i, s) in slots.iter().enumerate() {
-                match s.requirements.get(key) {
-                    Some(r) if !r.is_complement() && r.values().len() == 1 => {
-                        m.entry(r.values()[0].clone()).or_default().push(i)
-                    }
-                    _ => m.entry(String::new()).or_default().push(i),
-                }
-            }
-            self.by_key.insert(key.to_string(), m);
+        // One lookup when the key is indexed (every placement but the first); `entry`
+        // would copy the key each time.
+        if let Some(by_value) = self.by_key.get(key) {
+            return in_values(by_value, values);
         }
-        let by_value = &self.by_key[key];
-        let mut out: Vec<usize> = values
-            .iter()
-            .copied()
-            .filter(|v| !v.is_empty())
-            .chain(std::iter::once(""))
-            .filter_map(|v| by_value.get(v))
-            .flatten()
-            .copied()
-            .collect();
-        out.sort_unstable();
+        let mut m: FastMap<String, Vec<usize>> = FastMap::default();
+        for (i, s) in slots.iter().enumerate() {
+            match s.requirements.get(key) {
+                Some(r) if !r.is_complement() && r.values().len() == 1 => {
+                    m.entry(r.values()[0].clone()).or_default().push(i)
+                }
+                _ => m.entry(String::new()).or_default().push(i),
+            }
+        }
+        let out = in_values(&m, values);
+        self.by_key.insert(key.to_string(), m);
         out
     }
+}
+
+/// The slots of `by_value` under one of `values` or under no single value (""), in slot
+/// order.
+fn in_values(by_value: &FastMap<String, Vec<usize>>, values: &[&str]) -> Vec<usize> {
+    let mut out: Vec<usize> = values
+        .iter()
+        .copied()
+        .filter(|v| !v.is_empty())
+        .chain(std::iter::once(""))
+        .filter_map(|v| by_value.get(v))
+        .flatten()
+        .copied()
+        .collect();
+    out.sort_unstable();
+    out
 }
 
 impl<'a> Simulator<'a> {
