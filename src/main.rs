@@ -666,8 +666,8 @@ fn run_bench_simulate(path: Option<&Path>, until: &str, watch: bool, json: bool)
         f.provisioning_seconds
     );
     println!(
-        "simulations: {} run, {} verdicts carried over from an earlier pass; audits found {} unreported node changes, {} pod index misses",
-        f.simulations, f.carried, f.audit_misses, f.pod_index_misses
+        "simulations: {} run, {} verdicts carried over from an earlier pass; audits found {} unreported node changes, {} pod index misses, {} record index misses",
+        f.simulations, f.carried, f.audit_misses, f.pod_index_misses, f.record_index_misses
     );
     ExitCode::SUCCESS
 }

@@ -49,6 +49,9 @@ pub struct Figures {
     pub audit_misses: usize,
     /// Audits that found the controller's kept index of the pods wrong (0 expected).
     pub pod_index_misses: usize,
+    /// Audits that found the registry's kept set of NodeClaims with records wrong (0
+    /// expected).
+    pub record_index_misses: usize,
 }
 
 impl Figures {
@@ -149,6 +152,7 @@ pub fn run(scenario: &Scenario, until: TimeDelta, watch: bool) -> Result<Figures
         carried: planner.carried,
         audit_misses: planner.audit_misses,
         pod_index_misses: stats.pod_index_misses,
+        record_index_misses: stats.record_index_misses,
     })
 }
 

@@ -51,16 +51,20 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             .min();
     }
 
-    /// Compares the kept index of the pods with one built from scratch, at one full poll
-    /// in [`PLACES_AUDIT_EVERY`] (every one in unit tests), and replaces it when they
-    /// differ: a change the index missed shows up here, counted, instead of as a wrong
-    /// decision.
+    /// Compares the kept index of the pods, and the registry's set of NodeClaims with
+    /// records, with ones built from scratch, at one full poll in [`PLACES_AUDIT_EVERY`]
+    /// (every one in unit tests), and replaces them when they differ: a change an index
+    /// missed shows up here, counted, instead of as a wrong decision.
     fn audit_places(&mut self) {
         self.places_unaudited += 1;
         if !cfg!(test) && self.places_unaudited < PLACES_AUDIT_EVERY {
             return;
         }
         self.places_unaudited = 0;
+        if self.registry.audit_records() {
+            tracing::error!("the kept set of NodeClaims with records had drifted; rebuilt it");
+            self.stats.record_index_misses += 1;
+        }
         let fresh = PodPlaces::of(&self.state.pods);
         if fresh != self.places {
             tracing::error!("the kept index of the pods had drifted from the pods; rebuilt it");

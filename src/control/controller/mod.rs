@@ -188,6 +188,10 @@ pub struct Stats {
     /// Audits that found the kept index of the pods (`PodPlaces`) different from one
     /// built from scratch (each one replaced it; a test keeps this at zero).
     pub pod_index_misses: usize,
+    /// Audits that found the registry's kept set of NodeClaims with records (decisions,
+    /// requests, commands) different from a full look (each one healed it; a test keeps
+    /// this at zero).
+    pub record_index_misses: usize,
     /// When `cost` was last brought up to date.
     cost_at: Option<DateTime<Utc>>,
 }

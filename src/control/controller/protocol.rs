@@ -194,7 +194,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
     /// Acts on approve/reject requests written on NodeClaims.
     async fn serve_requests(&mut self) {
         let mut requests: Vec<(String, &'static str, String, String, String)> = Vec::new();
-        for r in self.registry.records() {
+        for r in self.registry.with_records() {
             let (name, claim) = (&r.claim.name, &r.claim);
             for key in [keys::APPROVE, keys::REJECT] {
                 if let Some(v) = claim.annotations.get(key) {
@@ -314,7 +314,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
     /// a re-proposed decision its old id.
     pub(super) fn recorded_ids(&self) -> HashMap<BTreeSet<String>, u64> {
         let mut by_id: BTreeMap<u64, BTreeSet<String>> = BTreeMap::new();
-        for r in self.registry.records() {
+        for r in self.registry.with_records() {
             if let Some(id) = r
                 .claim
                 .annotations
@@ -371,7 +371,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         // Records on the cluster that no longer name a waiting decision go (also those a
         // previous process left).
         let mut stale: Vec<String> = Vec::new();
-        for r in self.registry.records() {
+        for r in self.registry.with_records() {
             let name = &r.claim.name;
             if let Some(id) = r.claim.annotations.get(keys::DECISION)
                 && id

@@ -121,14 +121,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                 annotations: annotations.clone(),
             })
             .await?;
-        if let Some(r) = self.registry.get_mut(claim) {
-            for (k, v) in annotations {
-                match v {
-                    Some(v) => r.claim.annotations.insert(k, v),
-                    None => r.claim.annotations.remove(&k),
-                };
-            }
-        }
+        self.registry.annotate(claim, annotations);
         Ok(())
     }
 
@@ -163,7 +156,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             .map(|(c, _)| c.clone())
             .collect();
         let mut clears: Vec<(String, Vec<&'static str>)> = Vec::new();
-        for r in self.registry.records() {
+        for r in self.registry.with_records() {
             let a = &r.claim.annotations;
             let mut keys_to_clear = Vec::new();
             if a.get(keys::COMMAND).is_some_and(|id| !running.contains(id))

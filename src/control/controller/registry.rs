@@ -7,10 +7,11 @@
 //! Every write goes through methods that keep the maps consistent: a NodeClaim and its
 //! Node are linked when both exist and share a provider id, and unlinked when either goes.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use chrono::{DateTime, Utc};
 
+use crate::api::protocol as keys;
 use crate::cluster::{Launched, NodeClaimObject, NodeObject};
 use crate::engine::disruption::Block;
 
@@ -119,6 +120,28 @@ pub(super) struct NodeRegistry {
     node_by_provider: HashMap<String, String>,
     /// Node name -> NodeClaim, for the Nodes linked to one.
     claim_by_node: HashMap<String, String>,
+    /// The NodeClaims carrying one of [`SCANNED`], in name order: the controller's
+    /// per-round scans of the records read only these (see [`NodeRegistry::with_records`]).
+    with_records: BTreeSet<String>,
+}
+
+/// The annotations the controller reads back every round: decision records, approve and
+/// reject requests, commands in flight, replacements and rejections. Few NodeClaims carry
+/// any, and looking for them on every NodeClaim each round was ~5% of a simulated day
+/// (12 hours of `examples/diurnal-1000.yaml`, `perf`). A scan that reads another key
+/// every round adds it here.
+const SCANNED: [&str; 6] = [
+    keys::DECISION,
+    keys::APPROVE,
+    keys::REJECT,
+    keys::COMMAND,
+    keys::REPLACEMENT_OF,
+    keys::REJECTED_UNTIL,
+];
+
+/// Whether a NodeClaim carries one of [`SCANNED`].
+fn carries_records(claim: &NodeClaimObject) -> bool {
+    SCANNED.iter().any(|k| claim.annotations.contains_key(*k))
 }
 
 impl NodeRegistry {
@@ -142,6 +165,70 @@ impl NodeRegistry {
     /// the maps stay as they are).
     pub fn records_mut(&mut self) -> impl Iterator<Item = &mut NodeRecord> {
         self.records.values_mut()
+    }
+
+    /// The records whose NodeClaim carries a decision record, a request, a command, a
+    /// replacement or a rejection (see [`SCANNED`]), in name order as
+    /// [`NodeRegistry::records`]. The set is kept by every write of a claim's annotations
+    /// that goes through the registry; unit-test builds check it against a full look at
+    /// every call, and [`NodeRegistry::audit_records`] does at one poll in 64.
+    pub fn with_records(&self) -> impl Iterator<Item = &NodeRecord> {
+        #[cfg(test)]
+        assert_eq!(
+            self.with_records,
+            self.fresh_with_records(),
+            "the NodeClaims with records differ from a full look"
+        );
+        self.with_records
+            .iter()
+            .filter_map(|name| self.records.get(name))
+    }
+
+    /// Sets (`Some`) or removes (`None`) annotations on the controller's copy of a
+    /// NodeClaim, keeping [`NodeRegistry::with_records`] right.
+    pub fn annotate(&mut self, claim: &str, set: BTreeMap<String, Option<String>>) {
+        if let Some(r) = self.records.get_mut(claim) {
+            for (k, v) in set {
+                match v {
+                    Some(v) => r.claim.annotations.insert(k, v),
+                    None => r.claim.annotations.remove(&k),
+                };
+            }
+        }
+        self.note_records(claim);
+    }
+
+    /// Compares the kept set of NodeClaims with records with a full look, and replaces
+    /// it when they differ: a write that went around the registry shows up here,
+    /// counted, and is healed. Returns whether they differed.
+    pub fn audit_records(&mut self) -> bool {
+        let fresh = self.fresh_with_records();
+        let differed = fresh != self.with_records;
+        self.with_records = fresh;
+        differed
+    }
+
+    fn fresh_with_records(&self) -> BTreeSet<String> {
+        self.records
+            .values()
+            .filter(|r| carries_records(&r.claim))
+            .map(|r| r.claim.name.clone())
+            .collect()
+    }
+
+    /// Brings one NodeClaim's place in [`NodeRegistry::with_records`] up to date.
+    fn note_records(&mut self, claim: &str) {
+        let carries = self
+            .records
+            .get(claim)
+            .is_some_and(|r| carries_records(&r.claim));
+        if carries != self.with_records.contains(claim) {
+            if carries {
+                self.with_records.insert(claim.to_string());
+            } else {
+                self.with_records.remove(claim);
+            }
+        }
     }
 
     pub fn names(&self) -> Vec<String> {
@@ -184,7 +271,8 @@ impl NodeRegistry {
     /// reports it back.
     pub fn created(&mut self, claim: NodeClaimObject) {
         let name = claim.name.clone();
-        self.records.insert(name, NodeRecord::new(claim));
+        self.records.insert(name.clone(), NodeRecord::new(claim));
+        self.note_records(&name);
     }
 
     /// A NodeClaim as the cluster reports it. The cluster's word wins, except where it
@@ -226,6 +314,7 @@ impl NodeRegistry {
             }
         }
         self.link(&name);
+        self.note_records(&name);
         started_deleting
     }
 
@@ -236,12 +325,14 @@ impl NodeRegistry {
             r.claim.launched = Some(launched);
         }
         self.link(claim);
+        self.note_records(claim);
     }
 
     /// Forgets a NodeClaim (it is gone from the cluster). Its Node, if any, stays known
     /// but unlinked.
     pub fn remove_claim(&mut self, claim: &str) -> Option<NodeRecord> {
         let r = self.records.remove(claim)?;
+        self.with_records.remove(claim);
         if let Some(p) = r.provider_id() {
             self.claim_by_provider.remove(p);
         }
@@ -389,5 +480,62 @@ pub(super) mod tests {
         assert!(r.node_of("b").is_none());
         assert!(r.remove_claim("b").is_some());
         assert_eq!(r.claim_of_provider("p2"), None);
+    }
+
+    fn names_with_records(r: &NodeRegistry) -> Vec<&str> {
+        r.with_records().map(|r| r.claim.name.as_str()).collect()
+    }
+
+    /// Every way a record reaches a NodeClaim puts it in the scanned set, and every way it
+    /// leaves takes it out; annotations the scans do not read leave the set alone.
+    #[test]
+    fn the_claims_with_records_follow_every_write() {
+        let mut r = NodeRegistry::default();
+        let mut replacement = claim("b");
+        replacement
+            .annotations
+            .insert(keys::REPLACEMENT_OF.into(), "7".into());
+        r.created(claim("a"));
+        r.created(replacement);
+        r.created(claim("c"));
+        assert_eq!(names_with_records(&r), ["b"]);
+
+        // The controller's own writes.
+        let set =
+            |k: &str, v: Option<&str>| BTreeMap::from([(k.to_string(), v.map(str::to_string))]);
+        r.annotate("c", set(keys::DECISION, Some("3")));
+        r.annotate("a", set("example.com/other", Some("x")));
+        assert_eq!(names_with_records(&r), ["b", "c"]);
+        r.annotate("b", set(keys::REPLACEMENT_OF, None));
+        assert_eq!(names_with_records(&r), ["c"]);
+
+        // The cluster's word: an approve request written by a console, then a NodeClaim
+        // echoed without the decision record.
+        let mut approved = claim("a");
+        approved
+            .annotations
+            .insert(keys::APPROVE.into(), "3".into());
+        r.apply_claim(approved);
+        r.apply_claim(claim("c"));
+        assert_eq!(names_with_records(&r), ["a"]);
+
+        // A NodeClaim that goes takes its place with it.
+        r.remove_claim("a");
+        assert_eq!(names_with_records(&r), Vec::<&str>::new());
+    }
+
+    /// A write that goes around the registry is found by the audit, which heals the set.
+    #[test]
+    fn the_audit_heals_a_write_around_the_registry() {
+        let mut r = NodeRegistry::default();
+        r.created(claim("a"));
+        r.get_mut("a")
+            .unwrap()
+            .claim
+            .annotations
+            .insert(keys::COMMAND.into(), "1".into());
+        assert!(r.audit_records());
+        assert_eq!(names_with_records(&r), ["a"]);
+        assert!(!r.audit_records());
     }
 }

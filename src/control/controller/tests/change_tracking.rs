@@ -19,6 +19,7 @@ fn audited(text: &str, d: TimeDelta) {
     assert_eq!(stats.audit_misses, 0, "{stats:?}");
     // The kept index of the pods was audited at every full poll too.
     assert_eq!(s.controller.stats().pod_index_misses, 0);
+    assert_eq!(s.controller.stats().record_index_misses, 0);
 }
 
 /// The demo: drift, expiry, spot, pools with limits, pods coming, going and moving.
