@@ -16,12 +16,14 @@ use std::sync::Arc;
 
 use crate::api::labels;
 use crate::api::nodeclaim::Taint;
-use crate::engine::pod::{AffinityTerm, Pod, SpreadConstraint, Toleration};
+use crate::engine::pod::Pod;
 use crate::engine::requirements::{Requirement, Requirements};
-use crate::engine::selector::{Selector, SelectorIndex};
+use crate::engine::selector::SelectorIndex;
 
 mod group;
+mod key;
 pub use group::Group;
+pub use key::{GroupKey, KeyView};
 
 /// What kind of rule a group enforces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -39,23 +41,6 @@ impl Kind {
             Kind::AntiAffinity => "pod anti-affinity",
         }
     }
-}
-
-/// The identity of a group: constraints that hash equal are tracked once.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct GroupKey {
-    pub kind: Kind,
-    pub key: String,
-    pub namespaces: BTreeSet<String>,
-    pub selector: Selector,
-    pub max_skew: i32,
-    pub min_domains: Option<i32>,
-    /// Spread only: nodes count toward a domain only when compatible with these (the
-    /// pod's own node selection, nodeAffinityPolicy Honor).
-    pub node_filter: Option<Requirements>,
-    /// Spread only, nodeTaintsPolicy Honor: the pod's tolerations; nodes with taints they
-    /// do not tolerate do not count.
-    pub taint_filter: Option<Vec<Toleration>>,
 }
 
 /// A pod already running on a node, as topology counts it.
@@ -88,12 +73,13 @@ impl std::fmt::Display for TopologyError {
 #[derive(Clone, Debug, Default)]
 pub struct Topology {
     groups: Vec<Group>,
-    index: FastMap<GroupKey, usize>,
+    /// The groups by their key's fingerprint (see `key.rs`).
+    index: key::Index,
     /// Groups whose anti-affinity owners repel the pods the group selects. Shared
     /// copy-on-write: a disruption pass clones the topology per simulation and changes
     /// only a few of thousands of groups.
     inverse: Vec<Arc<Group>>,
-    inverse_index: Arc<FastMap<GroupKey, usize>>,
+    inverse_index: Arc<key::Index>,
     /// The inverse groups' selectors, indexed: finding the groups that select a pod
     /// looks at few.
     inverse_selectors: Arc<SelectorIndex>,
@@ -135,40 +121,6 @@ impl Topology {
         }
     }
 
-    fn group_keys(pod: &Pod, strict: &Requirements) -> Vec<GroupKey> {
-        let ns = |term: &AffinityTerm| -> BTreeSet<String> {
-            if term.namespaces.is_empty() {
-                BTreeSet::from([pod.key.namespace.clone()])
-            } else {
-                term.namespaces.iter().cloned().collect()
-            }
-        };
-        let mut keys = Vec::new();
-        for s in &pod.spread {
-            keys.push(spread_key(pod, s, strict));
-        }
-        for (kind, terms) in [
-            (Kind::Affinity, &pod.affinity),
-            (Kind::Affinity, &pod.preferred_affinity),
-            (Kind::AntiAffinity, &pod.anti_affinity),
-            (Kind::AntiAffinity, &pod.preferred_anti_affinity),
-        ] {
-            for t in terms {
-                keys.push(GroupKey {
-                    kind,
-                    key: t.topology_key.clone(),
-                    namespaces: ns(t),
-                    selector: t.selector.clone(),
-                    max_skew: 0,
-                    min_domains: None,
-                    node_filter: None,
-                    taint_filter: None,
-                });
-            }
-        }
-        keys
-    }
-
     /// Creates (or joins) the groups a pod's constraints need, counting the cluster's
     /// bound pods into new groups.
     pub fn add_pod(&mut self, pod: &Pod, strict: &Requirements, bound: &[BoundPod]) {
@@ -186,14 +138,17 @@ impl Topology {
         mut make: impl FnMut(&GroupKey, Arc<BTreeSet<String>>) -> Group,
     ) {
         let mut owned = Vec::new();
-        for key in Self::group_keys(pod, strict) {
-            let idx = match self.index.get(&key) {
-                Some(i) => *i,
-                None => {
+        for view in KeyView::of_pod(pod, strict) {
+            let fingerprint = view.fingerprint();
+            let groups = &self.groups;
+            let idx = match key::find(&self.index, |i| &groups[i].id, &view, fingerprint) {
+                Ok(i) => i,
+                Err(slot) => {
+                    let key = view.to_key();
                     let domains = self.known_domains(&key.key);
                     let g = make(&key, domains);
                     self.groups.push(g);
-                    self.index.insert(key, self.groups.len() - 1);
+                    self.index.insert(slot, self.groups.len() - 1);
                     self.groups.len() - 1
                 }
             };
@@ -207,8 +162,7 @@ impl Topology {
     pub fn add_inverse_for_bound(&mut self, pod: &Pod, node_labels: &BTreeMap<String, String>) {
         for t in &pod.anti_affinity {
             if let Some(domain) = node_labels.get(&t.topology_key) {
-                let key = self.inverse_key(pod, t);
-                let i = self.inverse_group(key);
+                let i = self.inverse_group(&KeyView::term(pod, Kind::AntiAffinity, t));
                 Arc::make_mut(&mut self.inverse[i]).record(domain);
             }
         }
@@ -218,8 +172,14 @@ impl Topology {
     pub fn remove_inverse_for_bound(&mut self, pod: &Pod, node_labels: &BTreeMap<String, String>) {
         for t in &pod.anti_affinity {
             if let Some(domain) = node_labels.get(&t.topology_key) {
-                let key = self.inverse_key(pod, t);
-                if let Some(&i) = self.inverse_index.get(&key) {
+                let view = KeyView::term(pod, Kind::AntiAffinity, t);
+                let inverse = &self.inverse;
+                if let Ok(i) = key::find(
+                    &self.inverse_index,
+                    |i| &inverse[i].id,
+                    &view,
+                    view.fingerprint(),
+                ) {
                     Arc::make_mut(&mut self.inverse[i]).unrecord(domain);
                 }
             }
@@ -239,33 +199,24 @@ impl Topology {
         }
     }
 
-    fn inverse_key(&self, pod: &Pod, t: &AffinityTerm) -> GroupKey {
-        GroupKey {
-            kind: Kind::AntiAffinity,
-            key: t.topology_key.clone(),
-            namespaces: if t.namespaces.is_empty() {
-                BTreeSet::from([pod.key.namespace.clone()])
-            } else {
-                t.namespaces.iter().cloned().collect()
-            },
-            selector: t.selector.clone(),
-            max_skew: 0,
-            min_domains: None,
-            node_filter: None,
-            taint_filter: None,
-        }
-    }
-
-    fn inverse_group(&mut self, key: GroupKey) -> usize {
-        if let Some(i) = self.inverse_index.get(&key) {
-            return *i;
-        }
+    /// The inverse group of an anti-affinity term, created on first use.
+    fn inverse_group(&mut self, view: &KeyView) -> usize {
+        let inverse = &self.inverse;
+        let slot = match key::find(
+            &self.inverse_index,
+            |i| &inverse[i].id,
+            view,
+            view.fingerprint(),
+        ) {
+            Ok(i) => return i,
+            Err(slot) => slot,
+        };
+        let key = view.to_key();
         let domains = self.known_domains(&key.key);
         let i = self.inverse.len();
         Arc::make_mut(&mut self.inverse_selectors).insert(&key.selector, i);
-        self.inverse
-            .push(Arc::new(Group::new(key.clone(), domains)));
-        Arc::make_mut(&mut self.inverse_index).insert(key, i);
+        self.inverse.push(Arc::new(Group::new(key, domains)));
+        Arc::make_mut(&mut self.inverse_index).insert(slot, i);
         i
     }
 
@@ -401,9 +352,8 @@ impl Topology {
                 g.record(&r.values()[0]);
             }
         }
-        for t in pod.anti_affinity.clone() {
-            let key = self.inverse_key(pod, &t);
-            let i = self.inverse_group(key);
+        for t in &pod.anti_affinity {
+            let i = self.inverse_group(&KeyView::term(pod, Kind::AntiAffinity, t));
             if let Some(r) = node.get(&t.topology_key)
                 && !r.is_complement()
             {
@@ -476,34 +426,5 @@ impl Topology {
     /// The groups, for explanations and tests.
     pub fn groups(&self) -> &[Group] {
         &self.groups
-    }
-}
-
-fn spread_key(pod: &Pod, s: &SpreadConstraint, strict: &Requirements) -> GroupKey {
-    let mut selector = s.selector.clone();
-    // matchLabelKeys narrows the selector to pods with the same values (e.g. pod-template-hash).
-    if let crate::engine::selector::Selector::Match(exprs) = &mut selector {
-        for k in &s.match_label_keys {
-            if let Some(v) = pod.labels.get(k) {
-                exprs.push(crate::engine::selector::Expr::In(
-                    k.clone(),
-                    vec![v.clone()],
-                ));
-            }
-        }
-    }
-    GroupKey {
-        kind: Kind::Spread,
-        key: s.topology_key.clone(),
-        namespaces: BTreeSet::from([pod.key.namespace.clone()]),
-        selector,
-        max_skew: s.max_skew,
-        min_domains: s.min_domains,
-        node_filter: if s.honor_node_affinity && !strict.is_empty() {
-            Some(strict.clone())
-        } else {
-            None
-        },
-        taint_filter: s.honor_node_taints.then(|| pod.tolerations.clone()),
     }
 }
