@@ -37,11 +37,7 @@ pub fn bound_on<'a, 'p>(
     pods.iter()
         .map(|&p| &state.pods[p])
         .filter(|p| !p.is_terminal())
-        .map(move |p| BoundPod {
-            pod: p,
-            node_labels: &n.labels,
-            node_taints: &n.taints,
-        })
+        .map(move |p| BoundPod::new(p, &n.labels, &n.taints))
 }
 
 /// The scheduling input of a pass: every pool, every node not being deleted (uninitialized

@@ -148,7 +148,7 @@ impl<'a> Simulator<'a> {
 
         let (requirements, node_domains) = node_derived(&input.nodes);
         let mut base = Topology::new(domain_universe(&templates, node_domains));
-        for b in &input.bound {
+        for b in input.bound.iter().filter(|b| b.repels) {
             base.add_inverse_for_bound(b.pod, b.node_labels);
         }
 
@@ -334,11 +334,7 @@ impl<'a> Simulator<'a> {
             .iter()
             .filter_map(|p| {
                 let node = excluded_node(p.node_name.as_deref()?)?;
-                Some(BoundPod {
-                    pod: p,
-                    node_labels: &node.labels,
-                    node_taints: &node.taints,
-                })
+                Some(BoundPod::new(p, &node.labels, &node.taints))
             })
             .collect();
 

@@ -533,11 +533,7 @@ fn node_taints_policy_honor_skips_tainted_nodes_when_counting() {
         let mut inp = input(&pools, &two_and_four());
         inp.bound = running
             .iter()
-            .map(|r| BoundPod {
-                pod: r,
-                node_labels: &zone_a,
-                node_taints: &taints,
-            })
+            .map(|r| BoundPod::new(r, &zone_a, &taints))
             .collect();
         let r = solve(&inp, &[&p]);
         r.new_nodeclaims[0]

@@ -49,6 +49,26 @@ pub struct BoundPod<'a> {
     pub pod: &'a Pod,
     pub node_labels: &'a BTreeMap<String, String>,
     pub node_taints: &'a [Taint],
+    /// The pod has required anti-affinity terms, which repel the pods they select from
+    /// its domains. Read off the pod where the caller has it at hand, so a simulator
+    /// registering the inverse groups visits only these pods instead of reading every
+    /// bound pod again (at 10,000 pods, each read a cache miss: 2.6% of a simulated day).
+    pub repels: bool,
+}
+
+impl<'a> BoundPod<'a> {
+    pub fn new(
+        pod: &'a Pod,
+        node_labels: &'a BTreeMap<String, String>,
+        node_taints: &'a [Taint],
+    ) -> Self {
+        BoundPod {
+            pod,
+            node_labels,
+            node_taints,
+            repels: !pod.anti_affinity.is_empty(),
+        }
+    }
 }
 
 /// Why a pod's topology cannot be satisfied on a node.
