@@ -11,9 +11,11 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use chrono::{DateTime, Utc};
 
+use crate::api::labels::NODEPOOL_HASH_VERSION;
 use crate::api::protocol as keys;
 use crate::cluster::{Launched, NodeClaimObject, NodeObject};
 use crate::engine::disruption::Block;
+use crate::engine::disruption::drift::HASH_VERSION;
 
 /// What the controller remembers of one node.
 #[derive(Clone, Debug)]
@@ -120,8 +122,8 @@ pub(super) struct NodeRegistry {
     node_by_provider: HashMap<String, String>,
     /// Node name -> NodeClaim, for the Nodes linked to one.
     claim_by_node: HashMap<String, String>,
-    /// The NodeClaims carrying one of [`SCANNED`], in name order: the controller's
-    /// per-round scans of the records read only these (see [`NodeRegistry::with_records`]).
+    /// The NodeClaims carrying a record (see [`carries_records`]), in name order: the
+    /// controller's per-round scans of the records read only these (see [`NodeRegistry::with_records`]).
     with_records: BTreeSet<String>,
 }
 
@@ -139,9 +141,15 @@ const SCANNED: [&str; 6] = [
     keys::REJECTED_UNTIL,
 ];
 
-/// Whether a NodeClaim carries one of [`SCANNED`].
+/// Whether a NodeClaim carries a record the per-round scans act on: one of [`SCANNED`],
+/// or a nodepool hash another controller stamped (another hash version, which
+/// `restamp_hashes` redoes).
 fn carries_records(claim: &NodeClaimObject) -> bool {
     SCANNED.iter().any(|k| claim.annotations.contains_key(*k))
+        || claim
+            .annotations
+            .get(NODEPOOL_HASH_VERSION)
+            .is_some_and(|v| v != HASH_VERSION)
 }
 
 impl NodeRegistry {
@@ -168,7 +176,8 @@ impl NodeRegistry {
     }
 
     /// The records whose NodeClaim carries a decision record, a request, a command, a
-    /// replacement or a rejection (see [`SCANNED`]), in name order as
+    /// replacement, a rejection or another controller's nodepool hash (see
+    /// [`carries_records`]), in name order as
     /// [`NodeRegistry::records`]. The set is kept by every write of a claim's annotations
     /// that goes through the registry; unit-test builds check it against a full look at
     /// every call, and [`NodeRegistry::audit_records`] does at one poll in 64.
@@ -521,6 +530,16 @@ pub(super) mod tests {
 
         // A NodeClaim that goes takes its place with it.
         r.remove_claim("a");
+        assert_eq!(names_with_records(&r), Vec::<&str>::new());
+
+        // Another controller's hash version is a record until re-stamped with ours.
+        let mut foreign = claim("d");
+        foreign
+            .annotations
+            .insert(NODEPOOL_HASH_VERSION.into(), "v3".into());
+        r.apply_claim(foreign);
+        assert_eq!(names_with_records(&r), ["d"]);
+        r.annotate("d", set(NODEPOOL_HASH_VERSION, Some(HASH_VERSION)));
         assert_eq!(names_with_records(&r), Vec::<&str>::new());
     }
 
