@@ -71,17 +71,32 @@ impl SimCluster {
             input.nodes.drain(..).map(|n| (share(&n), n)).collect();
         by_share.sort_by(|a, b| a.0.total_cmp(&b.0));
         input.nodes.extend(by_share.into_iter().map(|(_, n)| n));
-        let results = solve(&input, &pending);
-        let binds: Vec<(PodKey, String)> = results
-            .nominations
-            .iter()
-            .flat_map(|n| n.pods.iter().map(|p| (p.clone(), n.node.clone())))
-            .collect();
-        let failed: Vec<PodKey> = pending
-            .iter()
-            .filter(|p| !p.unschedulable && results.errors.contains_key(&p.key))
-            .map(|p| p.key.clone())
-            .collect();
+        let (binds, failed): (Vec<(PodKey, String)>, Vec<PodKey>) = if no_room(&input, &pending) {
+            // Every pod would fail to fit (a scale-up waiting for its nodes): the answer
+            // of a solve, without counting the cluster's pods into its topology groups.
+            // Unit-test builds check it against the solve.
+            #[cfg(test)]
+            {
+                let results = solve(&input, &pending);
+                assert!(results.nominations.is_empty(), "no room, yet a pod fits");
+                assert_eq!(results.errors.len(), pending.len(), "no room, yet no error");
+            }
+            let failed = pending.iter().filter(|p| !p.unschedulable);
+            (Vec::new(), failed.map(|p| p.key.clone()).collect())
+        } else {
+            let results = solve(&input, &pending);
+            let binds = results
+                .nominations
+                .iter()
+                .flat_map(|n| n.pods.iter().map(|p| (p.clone(), n.node.clone())))
+                .collect();
+            let failed = pending
+                .iter()
+                .filter(|p| !p.unschedulable && results.errors.contains_key(&p.key))
+                .map(|p| p.key.clone())
+                .collect();
+            (binds, failed)
+        };
         // The scheduler takes `bind_delay` from the moment it could place a pod; a pod it
         // can no longer place starts over.
         let now = self.now;
@@ -106,4 +121,18 @@ impl SimCluster {
             self.emit_pod(&key);
         }
     }
+}
+
+/// Whether no Ready node has the CPU and the memory free for even the smallest of the
+/// pending pods' requests: then none of them fits anywhere, which is what a solve would
+/// find. The stand-in runs whenever pods come, and while a scale-up waits for its nodes
+/// every round ended so; the solve's counting of the cluster's pods into the pending
+/// pods' topology groups was 2.8% of 12 simulated hours.
+fn no_room(input: &SolveInput, pending: &[&Pod]) -> bool {
+    let cpu = pending.iter().map(|p| p.requests.cpu).min().unwrap_or(0);
+    let memory = pending.iter().map(|p| p.requests.memory).min().unwrap_or(0);
+    !input.nodes.iter().any(|n| {
+        n.allocatable.cpu - n.requested.cpu >= cpu
+            && n.allocatable.memory - n.requested.memory >= memory
+    })
 }
