@@ -40,7 +40,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
     pub(super) async fn lifecycle(&mut self, now: DateTime<Utc>) {
         // Only a claim not launched, or launched without a Node, has anything to do here;
         // the rest (nearly all, on a settled cluster) are passed over without copying
-        // their names and looking each one up again (3% of a simulated day).
+        // their names and looking each one up again (2.5% of 12 simulated hours).
         let due: Vec<String> = self
             .registry
             .records()
