@@ -160,9 +160,8 @@ impl Topology {
     ) {
         let mut owned = Vec::new();
         for view in KeyView::of_pod(pod, strict) {
-            let fingerprint = view.fingerprint();
             let groups = &self.groups;
-            let idx = match key::find(&self.index, |i| &groups[i].id, &view, fingerprint) {
+            let idx = match key::find(&self.index, |i| &groups[i].id, &view) {
                 Ok(i) => i,
                 Err(slot) => {
                     let key = view.to_key();
@@ -194,13 +193,7 @@ impl Topology {
         for t in &pod.anti_affinity {
             if let Some(domain) = node_labels.get(&t.topology_key) {
                 let view = KeyView::term(pod, Kind::AntiAffinity, t);
-                let inverse = &self.inverse;
-                if let Ok(i) = key::find(
-                    &self.inverse_index,
-                    |i| &inverse[i].id,
-                    &view,
-                    view.fingerprint(),
-                ) {
+                if let Ok(i) = self.find_inverse(&view) {
                     Arc::make_mut(&mut self.inverse[i]).unrecord(domain);
                 }
             }
@@ -220,15 +213,14 @@ impl Topology {
         }
     }
 
+    /// The inverse group a view describes, or the free slot for it (see `key::find`).
+    fn find_inverse(&self, view: &KeyView) -> Result<usize, (u64, u32)> {
+        key::find(&self.inverse_index, |i| &self.inverse[i].id, view)
+    }
+
     /// The inverse group of an anti-affinity term, created on first use.
     fn inverse_group(&mut self, view: &KeyView) -> usize {
-        let inverse = &self.inverse;
-        let slot = match key::find(
-            &self.inverse_index,
-            |i| &inverse[i].id,
-            view,
-            view.fingerprint(),
-        ) {
+        let slot = match self.find_inverse(view) {
             Ok(i) => return i,
             Err(slot) => slot,
         };

@@ -255,8 +255,9 @@ fn hash_expr(h: &mut impl Hasher, e: &Expr) {
     values.hash(h);
 }
 
-/// Hashes `key In (value)` as [`hash_expr`] hashes `Expr::In(key, vec![value])`, so an
-/// added term and the owned key's copy of it hash alike.
+/// Hashes `key In (value)` as [`hash_expr`] hashes `Expr::In(key, vec![value])`: a term
+/// `matchLabelKeys` adds and the same term written in the selector make one key, so the
+/// two views must hash alike.
 fn hash_in_one(h: &mut impl Hasher, key: &String, value: &String) {
     h.write_u8(0);
     key.hash(h);
@@ -273,8 +274,8 @@ pub fn find<'g>(
     index: &Index,
     key_of: impl Fn(usize) -> &'g GroupKey,
     view: &KeyView,
-    fingerprint: u64,
 ) -> Result<usize, (u64, u32)> {
+    let fingerprint = view.fingerprint();
     for n in 0.. {
         match index.get(&(fingerprint, n)) {
             Some(&i) if view.matches(key_of(i)) => return Ok(i),
