@@ -21,7 +21,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             return;
         }
         let pods_by_node = self.places.by_node(&state);
-        let mut sim = SimInput::new(&state, &pods_by_node);
+        let mut sim = SimInput::placed(&state, &pods_by_node, &self.places);
         sim.input.min_values_policy = self.min_values_policy;
         let results = solve(&sim.input, &pods);
         let pools: Vec<_> = results

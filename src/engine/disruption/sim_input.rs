@@ -8,8 +8,7 @@ use std::cell::OnceCell;
 use std::sync::Arc;
 
 use crate::engine::pod::{Pod, PodKey};
-use crate::engine::pod_places::PodPlaces;
-use crate::engine::resources::Resources;
+use crate::engine::pod_places::{NodeLoad, PodPlaces};
 use crate::engine::scheduling::{
     BoundPod, GroupCounts, NodeInput, NodeLabels, PoolInput, Simulator, SolveInput,
 };
@@ -52,7 +51,59 @@ pub struct SimInput<'a> {
 }
 
 impl<'a> SimInput<'a> {
+    /// The input of `state`, adding up what each node's pods take.
     pub fn new(state: &'a ClusterState, pods_by_node: &[Vec<usize>]) -> SimInput<'a> {
+        SimInput::build(state, |i, bound| {
+            let mut load = NodeLoad::default();
+            for b in bound_on(state, i, pods_by_node) {
+                load.requested.add(&b.pod.requests);
+                load.host_ports.extend(b.pod.host_ports.iter().cloned());
+                bound.push(b);
+            }
+            load.host_ports.sort_unstable();
+            load
+        })
+    }
+
+    /// [`SimInput::new`], with each node's load and each pod's facts read from `places`
+    /// instead of from the pods: `places` must be exactly the index of `state.pods`, and
+    /// `pods_by_node` what it answers (the controller keeps both so, and audits them).
+    pub fn placed(
+        state: &'a ClusterState,
+        pods_by_node: &[Vec<usize>],
+        places: &PodPlaces,
+    ) -> SimInput<'a> {
+        let sim = SimInput::build(state, |i, bound| {
+            let on = &pods_by_node[i];
+            if on.is_empty() {
+                // Also the earlier of two nodes of one name: the last one lists the pods.
+                return NodeLoad::default();
+            }
+            let n = &state.nodes[i];
+            for &p in on {
+                let facts = places.facts(p);
+                if facts.counted {
+                    bound.push(BoundPod {
+                        pod: &state.pods[p],
+                        node_labels: &n.labels,
+                        node_taints: &n.taints,
+                        repels: facts.repels,
+                    });
+                }
+            }
+            places.load_on(&n.name).cloned().unwrap_or_default()
+        });
+        #[cfg(test)]
+        sim.assert_same_as(&SimInput::new(state, pods_by_node));
+        sim
+    }
+
+    /// The input with every node simulations see, its load and its pods from `node`,
+    /// which pushes the pods of the node at its index onto the list it is given.
+    fn build(
+        state: &'a ClusterState,
+        mut node: impl FnMut(usize, &mut Vec<BoundPod<'a>>) -> NodeLoad,
+    ) -> SimInput<'a> {
         let mut input = SolveInput {
             daemonsets: state.daemonsets.clone(),
             ..Default::default()
@@ -75,7 +126,7 @@ impl<'a> SimInput<'a> {
         // Sized up front: grown push by push, the bound pods' vector was copied a dozen
         // times per pass (1.8% of the first 3 simulated hours' instructions).
         input.nodes.reserve(state.nodes.len());
-        input.bound.reserve(pods_by_node.iter().map(Vec::len).sum());
+        input.bound.reserve(state.pods.len());
         let mut index = vec![None; state.nodes.len()];
         let mut uninitialized = FastMap::default();
         for (i, n) in state.nodes.iter().enumerate() {
@@ -85,13 +136,10 @@ impl<'a> SimInput<'a> {
             if !n.initialized {
                 uninitialized.insert(n.name.clone(), n.nodeclaim.clone());
             }
-            let mut requested = Resources::default();
-            let mut host_ports = Vec::new();
-            for b in bound_on(state, i, pods_by_node) {
-                requested.add(&b.pod.requests);
-                host_ports.extend(b.pod.host_ports.iter().cloned());
-                input.bound.push(b);
-            }
+            let NodeLoad {
+                requested,
+                host_ports,
+            } = node(i, &mut input.bound);
             index[i] = Some(input.nodes.len());
             input.nodes.push(NodeInput {
                 name: n.name.clone(),
@@ -108,6 +156,39 @@ impl<'a> SimInput<'a> {
             index,
             uninitialized,
         }
+    }
+
+    /// Unit-test builds: the input read from kept places is the one built from the pods.
+    #[cfg(test)]
+    fn assert_same_as(&self, fresh: &SimInput<'_>) {
+        // Both read the same state: the same node's labels are at the same address.
+        let bound = |s: &SimInput<'_>| -> Vec<(PodKey, *const (), bool)> {
+            s.input
+                .bound
+                .iter()
+                .map(|b| {
+                    (
+                        b.pod.key.clone(),
+                        std::ptr::from_ref(b.node_labels).cast(),
+                        b.repels,
+                    )
+                })
+                .collect()
+        };
+        let nodes = |s: &SimInput<'_>| -> Vec<(
+            String,
+            crate::engine::resources::Resources,
+            Vec<crate::engine::pod::HostPort>,
+        )> {
+            s.input
+                .nodes
+                .iter()
+                .map(|n| (n.name.clone(), n.requested.clone(), n.host_ports.clone()))
+                .collect()
+        };
+        assert_eq!(bound(self), bound(fresh), "kept bound pods");
+        assert_eq!(nodes(self), nodes(fresh), "kept node loads");
+        assert_eq!(self.index, fresh.index);
     }
 
     /// The first of `pods` a simulation placed on a node that is not initialized, and
@@ -191,8 +272,10 @@ impl<'s> Prepared<'s> {
 
     /// The scheduling input of the state, once.
     pub fn sim_input(&self) -> &SimInput<'s> {
-        self.sim_input
-            .get_or_init(|| SimInput::new(self.state, self.pods_by_node()))
+        self.sim_input.get_or_init(|| match self.places {
+            Some(places) => SimInput::placed(self.state, self.pods_by_node(), places),
+            None => SimInput::new(self.state, self.pods_by_node()),
+        })
     }
 
     /// [`pending_pods`], once.
@@ -284,6 +367,7 @@ mod tests {
     use crate::engine::catalog::CapacityType;
     use crate::engine::disruption::fixture::{Fixture, instance_type};
     use crate::engine::pod::Pod;
+    use crate::engine::resources::Resources;
     use crate::engine::scheduling::solve;
 
     #[test]

@@ -67,8 +67,13 @@ impl<'a> BoundPod<'a> {
             pod,
             node_labels,
             node_taints,
-            repels: !pod.anti_affinity.is_empty(),
+            repels: BoundPod::repels_others(pod),
         }
+    }
+
+    /// Whether `pod` has required anti-affinity terms: what [`BoundPod::repels`] says.
+    pub fn repels_others(pod: &Pod) -> bool {
+        !pod.anti_affinity.is_empty()
     }
 }
 
