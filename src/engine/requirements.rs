@@ -44,6 +44,22 @@ pub struct Requirements {
     items: Vec<Requirement>,
 }
 
+/// A label key with the hash requirement sets are ordered by.
+#[derive(Clone, Copy, Debug)]
+pub struct HashedKey<'k> {
+    hash: u64,
+    key: &'k str,
+}
+
+impl<'k> HashedKey<'k> {
+    pub fn new(key: &'k str) -> Self {
+        HashedKey {
+            hash: requirement::key_hash(key),
+            key,
+        }
+    }
+}
+
 /// Allows well-known labels to stay undefined on the receiver of `compatible`, as
 /// upstream's `AllowUndefinedWellKnownLabels`: a NodePool that does not constrain
 /// `topology.kubernetes.io/zone` still launches into some zone.
@@ -67,8 +83,18 @@ impl Requirements {
     }
 
     fn position(&self, key: &str) -> Result<usize, usize> {
-        let wanted = (requirement::key_hash(key), key);
+        self.position_of(HashedKey::new(key))
+    }
+
+    fn position_of(&self, key: HashedKey<'_>) -> Result<usize, usize> {
+        let wanted = (key.hash, key.key);
         self.items.binary_search_by(|r| r.sort_key().cmp(&wanted))
+    }
+
+    /// [`Requirements::get`] with the key's hash worked out once by the caller, who
+    /// looks the same key up in many sets (every node's, building an index by its value).
+    pub fn get_hashed(&self, key: HashedKey<'_>) -> Option<&Requirement> {
+        self.position_of(key).ok().map(|i| &self.items[i])
     }
 
     /// Adds a requirement; if the key is already constrained, both must hold (upstream `Add`).

