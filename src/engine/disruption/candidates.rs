@@ -86,16 +86,31 @@ pub fn lifetime_remaining(node: &StateNode, now: DateTime<Utc>) -> f64 {
 /// do not protect it ([`do_not_disrupt_problem`] says why). Mirrors upstream
 /// `pkg/utils/pod/scheduling.go` `IsDoNotDisruptActive`.
 pub fn do_not_disrupt_until(p: &Pod, now: DateTime<Utc>) -> Option<Option<DateTime<Utc>>> {
+    holds_at(do_not_disrupt_window(p), now)
+}
+
+/// What a pod's do-not-disrupt annotation holds it for, whatever the moment: `None`
+/// when it has none (or one that is ignored), `Some(None)` for ever, `Some(Some(t))` until
+/// `t`. Kept per node between passes ([`NodePods`]), so a pass reads no pod for it.
+fn do_not_disrupt_window(p: &Pod) -> Option<Option<DateTime<Utc>>> {
     let v = p.do_not_disrupt()?;
     if v == "true" {
         return Some(None);
     }
     let d = positive_duration(v).ok()?;
-    let Some(started) = p.started else {
-        return Some(None);
-    };
-    let until = started + d;
-    (now < until).then_some(Some(until))
+    // Not started yet: the window has not begun, and the pod is held.
+    Some(p.started.map(|started| started + d))
+}
+
+/// A [`do_not_disrupt_window`] at `now`: what [`do_not_disrupt_until`] says.
+fn holds_at(
+    window: Option<Option<DateTime<Utc>>>,
+    now: DateTime<Utc>,
+) -> Option<Option<DateTime<Utc>>> {
+    match window? {
+        None => Some(None),
+        Some(until) => (now < until).then_some(Some(until)),
+    }
 }
 
 /// Why a pod's do-not-disrupt annotation is ignored, if it is: neither `"true"` nor a
@@ -271,9 +286,20 @@ pub struct NodePods {
     /// Their eviction costs, summed.
     eviction: f64,
     /// In the node's pod order, the evictable pods that could block the node: those with a
-    /// do-not-disrupt annotation or selected by a PDB, with the PDBs (indices into
-    /// `ClusterState::pdbs`).
-    blockers: Vec<(usize, Vec<usize>)>,
+    /// do-not-disrupt annotation or selected by a PDB.
+    blockers: Vec<Blocker>,
+}
+
+/// An evictable pod that could block its node.
+#[derive(Clone, Debug, PartialEq)]
+struct Blocker {
+    /// Index into `ClusterState::pods`.
+    pod: usize,
+    /// The PDBs selecting it (indices into `ClusterState::pdbs`).
+    pdbs: Vec<usize>,
+    /// Its [`do_not_disrupt_window`]: reading the annotation of every such pod at every
+    /// pass was 2.5% of the 1,000-node day.
+    window: Option<Option<DateTime<Utc>>>,
 }
 
 impl NodePods {
@@ -290,7 +316,11 @@ impl NodePods {
             }
             let matching = pdbs.matching_indices(p);
             if !matching.is_empty() || p.do_not_disrupt().is_some() {
-                out.blockers.push((i, matching));
+                out.blockers.push(Blocker {
+                    pod: i,
+                    pdbs: matching,
+                    window: do_not_disrupt_window(p),
+                });
             }
             if is_reschedulable(p) {
                 out.eviction += eviction_cost(p);
@@ -304,16 +334,18 @@ impl NodePods {
     /// do-not-disrupt, else a PDB that allows no disruption or several PDBs (upstream
     /// refuses to evict a pod more than one PDB selects).
     fn block(&self, state: &ClusterState, now: DateTime<Utc>) -> Option<Block> {
-        self.blockers.iter().find_map(|(i, matching)| {
+        self.blockers.iter().find_map(|b| {
             // Kept from an earlier pass over the same state: the pod is where it was.
-            let p = state.pods.get(*i)?;
-            if let Some(until) = do_not_disrupt_until(p, now) {
+            let p = || state.pods.get(b.pod);
+            if let Some(until) = holds_at(b.window, now) {
                 return Some(Block::PodDoNotDisrupt {
-                    pod: p.key.clone(),
+                    pod: p()?.key.clone(),
                     until,
                 });
             }
-            PdbIndex::block_of(p, matching.iter().filter_map(|&m| state.pdbs.get(m)))
+            let mut pdbs = b.pdbs.iter().filter_map(|&m| state.pdbs.get(m)).peekable();
+            pdbs.peek()?;
+            PdbIndex::block_of(p()?, pdbs)
         })
     }
 }
