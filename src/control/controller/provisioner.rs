@@ -10,30 +10,33 @@ use crate::cluster::Cluster;
 use crate::cluster::template::nodeclaim_for;
 use crate::control::events::EventKind;
 use crate::control::metrics::PROVISIONED;
-use crate::engine::disruption::SimInput;
-use crate::engine::scheduling::solve;
+use crate::engine::disruption::Prepared;
 
 impl<C: Cluster, P: CloudProvider> Controller<C, P> {
     pub(super) async fn provision(&mut self, now: DateTime<Utc>) {
-        let state = std::sync::Arc::clone(&self.state);
-        let pods = self.places.pending(&state);
-        if pods.is_empty() {
-            return;
-        }
-        let pods_by_node = self.places.by_node(&state);
-        let mut sim = SimInput::placed(&state, &pods_by_node, &self.places);
-        sim.input.min_values_policy = self.min_values_policy;
-        let results = solve(&sim.input, &pods);
-        let pools: Vec<_> = results
-            .new_nodeclaims
-            .iter()
-            .map(|c| state.nodepools.get(&c.nodepool).cloned())
-            .collect();
-        // Nothing may share the state while it changes below: a shared state is copied
-        // whole on the first write.
-        drop(sim);
-        drop(pods);
-        drop(state);
+        // Nothing may share the state while it changes below (a shared state is copied
+        // whole on the first write): what reads it lives in this block.
+        let (results, pools) = {
+            let state = std::sync::Arc::clone(&self.state);
+            let prepared = Prepared::placed(&state, &self.places)
+                .with_min_values_policy(self.min_values_policy);
+            let pods = prepared.pending();
+            if pods.is_empty() {
+                return;
+            }
+            // The same simulation as a solve of the pending pods over the state, handed
+            // the topology counts the disruption planner keeps (unit-test builds check
+            // them against a fresh count).
+            let results = self
+                .disruption
+                .simulate_in(&prepared, self.generation, |sim| sim.run(pods, &[]));
+            let pools: Vec<_> = results
+                .new_nodeclaims
+                .iter()
+                .map(|c| state.nodepools.get(&c.nodepool).cloned())
+                .collect();
+            (results, pools)
+        };
 
         for n in &results.nominations {
             // The simulation names nodes as pods do (Node name, or the NodeClaim's before

@@ -184,14 +184,7 @@ impl Planner {
         self.cache.simulated = 0;
         self.cache.carried = 0;
         let pass = super::plan_with(prepared, slot, now, options, &mut self.cache);
-        if let Some(sim) = slot.as_ref() {
-            self.topology.adopt(
-                sim.groups_used(),
-                state,
-                prepared.pods_by_node(),
-                self.refreshes,
-            );
-        }
+        self.adopt_groups(prepared, slot);
         self.stats.simulated += self.cache.simulated;
         self.stats.carried += self.cache.carried;
         self.last = Some((options.clone(), pass.clone()));
@@ -214,6 +207,20 @@ impl Planner {
             self.last = None;
         }
         prepared.use_group_counts(self.topology.totals());
+    }
+
+    /// Keeps, from now on, the topology counts of every group the simulator in `slot`
+    /// (over `prepared`, the state of the last [`Planner::prepare`]) needed, so the
+    /// simulators of later passes are handed them instead of counting every bound pod.
+    pub fn adopt_groups<'p>(&mut self, prepared: &'p Prepared<'p>, slot: &SimSlot<'p>) {
+        if let Some(sim) = slot.as_ref() {
+            self.topology.adopt(
+                sim.groups_used(),
+                prepared.state,
+                prepared.pods_by_node(),
+                self.refreshes,
+            );
+        }
     }
 
     /// The last pass again, at `now`, when the state (same revision) and the options are

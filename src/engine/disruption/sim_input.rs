@@ -10,7 +10,7 @@ use std::sync::Arc;
 use crate::engine::pod::{Pod, PodKey};
 use crate::engine::pod_places::{NodeLoad, PodPlaces};
 use crate::engine::scheduling::{
-    BoundPod, GroupCounts, NodeInput, NodeLabels, PoolInput, Simulator, SolveInput,
+    BoundPod, GroupCounts, MinValuesPolicy, NodeInput, NodeLabels, PoolInput, Simulator, SolveInput,
 };
 use crate::engine::state::{ClusterState, StateNode};
 
@@ -229,6 +229,10 @@ pub struct Prepared<'s> {
     /// Topology counts kept from earlier passes, for the simulator (see
     /// [`Prepared::use_group_counts`]).
     group_counts: OnceCell<Arc<GroupCounts>>,
+    /// The operator's minValues policy: disruption's simulations schedule as
+    /// provisioning does (upstream's `SimulateScheduling` builds its scheduler with the
+    /// same options as the provisioner's).
+    min_values_policy: MinValuesPolicy,
 }
 
 impl<'s> Prepared<'s> {
@@ -241,7 +245,15 @@ impl<'s> Prepared<'s> {
             pending: OnceCell::new(),
             moving: OnceCell::new(),
             group_counts: OnceCell::new(),
+            min_values_policy: MinValuesPolicy::default(),
         }
+    }
+
+    /// Simulations over this state apply `policy` to minValues (the default is
+    /// best effort).
+    pub fn with_min_values_policy(mut self, policy: MinValuesPolicy) -> Self {
+        self.min_values_policy = policy;
+        self
     }
 
     /// Like [`Prepared::new`], reading the pods by node and the pending pods from
@@ -272,9 +284,13 @@ impl<'s> Prepared<'s> {
 
     /// The scheduling input of the state, once.
     pub fn sim_input(&self) -> &SimInput<'s> {
-        self.sim_input.get_or_init(|| match self.places {
-            Some(places) => SimInput::placed(self.state, self.pods_by_node(), places),
-            None => SimInput::new(self.state, self.pods_by_node()),
+        self.sim_input.get_or_init(|| {
+            let mut sim = match self.places {
+                Some(places) => SimInput::placed(self.state, self.pods_by_node(), places),
+                None => SimInput::new(self.state, self.pods_by_node()),
+            };
+            sim.input.min_values_policy = self.min_values_policy;
+            sim
         })
     }
 
