@@ -727,3 +727,40 @@ fn nothing_disrupts_the_nodes_of_a_pool_that_failed_validation() {
         outcome(&pass, "n0")
     );
 }
+
+#[test]
+fn disruption_simulates_with_the_operators_min_values_policy() {
+    // Narrowed to small and big with minValues 2: the node's m type drifted, and its
+    // 3.5-core pod fits only big, one type where minValues asks for two. Strict (the
+    // default) cannot launch the replacement; best effort relaxes it, as provisioning
+    // does under that policy. Disruption's simulations once ignored the policy.
+    let mut f = fixture(noon());
+    let mut p = pool("default", vec![budget("100%")], &[]);
+    p.spec.template.spec.requirements = vec![NodeSelectorRequirementWithMinValues {
+        key: labels::INSTANCE_TYPE.into(),
+        operator: Operator::In,
+        values: vec!["small".into(), "big".into()],
+        min_values: Some(2),
+    }];
+    f.pool(p);
+    f.node("n", "default", "m", OnDemand, hour());
+    f.pod("p", "n", 3500, 512);
+    let pass_with = |policy| {
+        plan_with(
+            &Prepared::new(&f.state).with_min_values_policy(policy),
+            &mut None,
+            f.now,
+            &Options::default(),
+            &mut super::incremental::Verdicts::default(),
+        )
+    };
+    let strict = pass_with(crate::engine::scheduling::MinValuesPolicy::Strict);
+    assert!(strict.command.is_none(), "{:?}", strict.command);
+    let why = outcome(&strict, "n").to_string();
+    assert!(why.contains("minValues"), "{why}");
+
+    let relaxed = pass_with(crate::engine::scheduling::MinValuesPolicy::BestEffort);
+    let cmd = relaxed.command.as_ref().expect("a drift replacement");
+    assert_eq!(cmd.method, Method::Drift);
+    assert_eq!(cmd.replacements[0].options[0].instance_type, "big");
+}
