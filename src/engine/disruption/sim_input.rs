@@ -8,7 +8,7 @@ use std::cell::OnceCell;
 use std::sync::Arc;
 
 use crate::engine::pod::{Pod, PodKey};
-use crate::engine::pod_places::{NodeLoad, PodPlaces};
+use crate::engine::pod_places::{NodeLoad, PodFacts, PodPlaces};
 use crate::engine::scheduling::{
     BoundPod, GroupCounts, MinValuesPolicy, NodeInput, NodeLabels, PoolInput, Simulator, SolveInput,
 };
@@ -35,7 +35,7 @@ pub fn bound_on<'a, 'p>(
     };
     pods.iter()
         .map(|&p| &state.pods[p])
-        .filter(|p| !p.is_terminal())
+        .filter(|p| PodFacts::counts(p))
         .map(move |p| BoundPod::new(p, &n.labels, &n.taints))
 }
 
