@@ -271,7 +271,7 @@ pub struct CloudArgs {
     /// AWS region (default: the AWS chain's: AWS_REGION, the profile, IMDS).
     #[arg(long, value_name = "REGION")]
     pub region: Option<String>,
-    /// One endpoint URL for EC2, SSM and IAM (an emulator; default: AWS's, or
+    /// One endpoint URL for EC2, SSM, IAM and SQS (an emulator; default: AWS's, or
     /// AWS_ENDPOINT_URL).
     #[arg(long, value_name = "URL")]
     pub aws_endpoint: Option<String>,
@@ -290,6 +290,11 @@ pub struct CloudArgs {
     /// (default: the API server's /version).
     #[arg(long, value_name = "X.Y")]
     pub kubernetes_version: Option<String>,
+    /// The SQS queue EventBridge sends EC2's interruption events to (spot interruption,
+    /// rebalance, state change, scheduled change): its nodes are drained ahead of the
+    /// loss. With --cloud aws; read only while this process leads.
+    #[arg(long, env = "INTERRUPTION_QUEUE", value_name = "NAME")]
+    pub interruption_queue: Option<String>,
 }
 
 /// `--cloud`.

@@ -68,6 +68,11 @@ async fn live_cloud(
     wake: Arc<tokio::sync::Notify>,
 ) -> Result<(LiveCloud, PriceBook), String> {
     if args.cloud == Cloud::Sim {
+        if let Some(queue) = &args.interruption_queue {
+            return Err(format!(
+                "--interruption-queue {queue} needs --cloud aws: the queue carries EC2's events"
+            ));
+        }
         let catalog = Catalog::builtin_shared();
         let prices = prices::of_catalog(catalog.clone());
         return Ok((
@@ -105,6 +110,14 @@ async fn live_cloud(
     };
     let cloud = AwsCloud::connect(opts).await?;
     let handle = cloud.handle();
+    if let Some(queue) = &args.interruption_queue {
+        karpenter_tui::cloud::aws::interruption::spawn(
+            handle.clone(),
+            queue.clone(),
+            leading.clone(),
+            wake.clone(),
+        );
+    }
     karpenter_tui::cloud::aws::watch::spawn(handle.clone(), conn.client.clone(), leading, wake);
     Ok((LiveCloud::Aws(Box::new(cloud)), price_book(handle)))
 }
@@ -510,6 +523,7 @@ pub fn attach(
             cluster_endpoint: None,
             cluster_cidr: None,
             kubernetes_version: None,
+            interruption_queue: None,
         };
         let conn = connect(kube).await?;
         let (progress, progress_rx) = watch::channel(String::new());

@@ -3,7 +3,9 @@
 //! resolves and its status is written back, a pending pod gets a NodeClaim whose instance
 //! exists in EC2 with the cluster's tags (after the cheaper offering answered
 //! InsufficientInstanceCapacity, which the next launch then leaves out), and an instance of
-//! the cluster that no NodeClaim owns is garbage collected.
+//! the cluster that no NodeClaim owns is garbage collected. A spot interruption warning on
+//! the interruption queue (SQS) drains its node, and a replacement launches inside the
+//! two minutes' notice.
 
 // Both peers include their venv helper (tests/peers/venv.rs) as a private module.
 #![allow(clippy::duplicate_mod)]
@@ -153,28 +155,32 @@ status:
 
 /// `run --cloud aws` against the two peers.
 fn run_aws(kube: &KubePeer, moto: &MotoPeer) -> Proc {
+    run_aws_with(kube, moto, &[])
+}
+
+/// `run --cloud aws` against the two peers, with more flags.
+fn run_aws_with(kube: &KubePeer, moto: &MotoPeer, more: &[&str]) -> Proc {
     let kubeconfig = kube.kubeconfig_path();
     let endpoint = moto.endpoint();
-    Proc::start_with(
-        &[
-            "run",
-            "--kubeconfig",
-            kubeconfig.to_str().unwrap(),
-            "--namespace",
-            "default",
-            "--cloud",
-            "aws",
-            "--region",
-            "us-east-1",
-            "--aws-endpoint",
-            &endpoint,
-            "--cluster-name",
-            "e2e",
-            "--kubernetes-version",
-            "1.33",
-        ],
-        &moto.env(),
-    )
+    let mut args = vec![
+        "run",
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap(),
+        "--namespace",
+        "default",
+        "--cloud",
+        "aws",
+        "--region",
+        "us-east-1",
+        "--aws-endpoint",
+        &endpoint,
+        "--cluster-name",
+        "e2e",
+        "--kubernetes-version",
+        "1.33",
+    ];
+    args.extend_from_slice(more);
+    Proc::start_with(&args, &moto.env())
 }
 
 fn wait_for<T>(what: &str, proc: &Proc, mut f: impl FnMut() -> Option<T>) -> T {
@@ -396,5 +402,265 @@ async fn an_instance_that_joins_late_is_neither_drifted_nor_deleted_inside_conso
         !out.contains("\"reason\":\"Drifted\"") && !out.contains("RequirementsDrifted"),
         "the joined node is not drifted:\n{out}"
     );
+    assert_eq!(run.terminate(), Some(0), "stderr:\n{}", run.stderr());
+}
+
+const QUEUE: &str = "e2e-interruption";
+
+/// An EventBridge event as EC2 and AWS Health put them on the interruption queue.
+fn eventbridge(source: &str, detail_type: &str, detail: &str) -> String {
+    format!(
+        r#"{{"version":"0","id":"{}","detail-type":"{detail_type}","source":"{source}","account":"123456789012","time":"{}","region":"us-east-1","resources":[],"detail":{detail}}}"#,
+        uuid_like(),
+        chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ")
+    )
+}
+
+fn uuid_like() -> String {
+    format!("{:032x}", fastrand::u128(..))
+}
+
+async fn send(sqs: &aws_sdk_sqs::Client, url: &str, body: &str) -> String {
+    let out = sqs
+        .send_message()
+        .queue_url(url)
+        .message_body(body)
+        .send()
+        .await
+        .unwrap();
+    out.message_id().unwrap().to_string()
+}
+
+/// Messages on the queue, visible or being handled.
+async fn queued(sqs: &aws_sdk_sqs::Client, url: &str) -> u64 {
+    use aws_sdk_sqs::types::QueueAttributeName as A;
+    let out = sqs
+        .get_queue_attributes()
+        .queue_url(url)
+        .attribute_names(A::ApproximateNumberOfMessages)
+        .attribute_names(A::ApproximateNumberOfMessagesNotVisible)
+        .send()
+        .await
+        .unwrap();
+    let attrs = out.attributes().cloned().unwrap_or_default();
+    [
+        A::ApproximateNumberOfMessages,
+        A::ApproximateNumberOfMessagesNotVisible,
+    ]
+    .iter()
+    .map(|a| {
+        attrs
+            .get(a)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    })
+    .sum()
+}
+
+/// `--interruption-queue`: what EC2 says through EventBridge reaches the controller. A body
+/// that is not an event, an event of another source and a rebalance recommendation are
+/// deleted and leave the node alone (the recommendation is reported); a spot interruption
+/// warning deletes the NodeClaim at once, its pod's replacement launches well inside the two
+/// minutes' notice and away from the interrupted offering, and every message leaves the
+/// queue. The queue is unreadable at first (more throttled answers than the SDK retries):
+/// the loop says so and reads it once it answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spot_interruption_on_the_queue_drains_the_node_and_a_replacement_launches_before_the_reclaim()
+ {
+    let moto = MotoPeer::start();
+    aws_setup(&moto).await;
+    let sqs = moto.sqs();
+    let url = sqs
+        .create_queue()
+        .queue_name(QUEUE)
+        .send()
+        .await
+        .unwrap()
+        .queue_url()
+        .unwrap()
+        .to_string();
+    moto.throttle("ReceiveMessage", 8);
+    let kube = KubePeer::start();
+    kube.start_scheduler(0.0, 0.0);
+    let manifests = MANIFESTS.replace("values: [on-demand]", "values: [spot]");
+    assert_ne!(manifests, MANIFESTS);
+    kube.kubectl(&["apply", "-f", "-"], &manifests);
+    let mut run = run_aws_with(&kube, &moto, &["--interruption-queue", QUEUE]);
+
+    let claim = wait_for("a launched NodeClaim", &run, || {
+        let claims = kube.get_json(&["get", "nodeclaims"]);
+        claims["items"]
+            .as_array()?
+            .iter()
+            .find(|c| c["status"]["providerID"].as_str().is_some())
+            .cloned()
+    });
+    let name = claim["metadata"]["name"].as_str().unwrap().to_string();
+    let provider_id = claim["status"]["providerID"].as_str().unwrap().to_string();
+    let instance = provider_id.rsplit('/').next().unwrap().to_string();
+    let labels = &claim["metadata"]["labels"];
+    assert_eq!(labels["karpenter.sh/capacity-type"], "spot", "{claim}");
+    let interrupted_type = labels["node.kubernetes.io/instance-type"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    kube.kubectl(
+        &["create", "-f", "-"],
+        &joined_node("ip-10-0-1-4.ec2.internal", &provider_id),
+    );
+    wait_for("web-0 bound to the node", &run, || {
+        let pod = kube.get_json(&["get", "pod", "web-0", "-n", "default"]);
+        (pod["spec"]["nodeName"] == "ip-10-0-1-4.ec2.internal").then_some(())
+    });
+
+    // Nothing to act on: each message is deleted, the node stays.
+    let malformed = send(&sqs, &url, "{not an event").await;
+    send(
+        &sqs,
+        &url,
+        &eventbridge("aws.autoscaling", "EC2 Instance Launch Successful", "{}"),
+    )
+    .await;
+    send(
+        &sqs,
+        &url,
+        &eventbridge(
+            "aws.ec2",
+            "EC2 Instance Rebalance Recommendation",
+            &format!(r#"{{"instance-id":"{instance}"}}"#),
+        ),
+    )
+    .await;
+    wait_for("the rebalance recommendation reported", &run, || {
+        run.stdout().contains("InterruptionWarning").then_some(())
+    });
+    let start = Instant::now();
+    while queued(&sqs, &url).await > 0 {
+        assert!(
+            start.elapsed() < PATIENCE,
+            "messages left on the queue; stderr:\n{}",
+            run.stderr()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let c = kube.get_json(&["get", "nodeclaim", &name]);
+    assert!(c["metadata"]["deletionTimestamp"].is_null(), "{c}");
+    let err = run.stderr();
+    assert!(
+        err.contains(&malformed) && err.contains("not an EventBridge event"),
+        "the malformed message is named:\n{err}"
+    );
+    assert!(
+        err.contains("ReceiveMessage"),
+        "the unreadable queue is reported:\n{err}"
+    );
+
+    // The spot interruption warning: two minutes before EC2 takes the instance back.
+    let warned = Instant::now();
+    send(
+        &sqs,
+        &url,
+        &eventbridge(
+            "aws.ec2",
+            "EC2 Spot Instance Interruption Warning",
+            &format!(r#"{{"instance-id":"{instance}","instance-action":"terminate"}}"#),
+        ),
+    )
+    .await;
+    // The pod is evicted; its ReplicaSet (the test stands in for it: the peer has no
+    // workload controllers) creates it again, pending.
+    wait_for("web-0 evicted", &run, || {
+        let pods = kube.get_json(&["get", "pods", "-n", "default"]);
+        let gone = !pods["items"]
+            .as_array()?
+            .iter()
+            .any(|p| p["metadata"]["name"] == "web-0");
+        gone.then_some(())
+    });
+    let pending = MANIFESTS.split("---\n").last().unwrap();
+    assert!(pending.contains("kind: Pod"), "{pending}");
+    kube.kubectl(&["create", "-f", "-"], pending);
+    let replacement = wait_for("a replacement launched", &run, || {
+        let claims = kube.get_json(&["get", "nodeclaims"]);
+        claims["items"]
+            .as_array()?
+            .iter()
+            .find(|c| {
+                c["metadata"]["name"] != name.as_str()
+                    && c["status"]["providerID"].as_str().is_some()
+            })
+            .cloned()
+    });
+    let took = warned.elapsed();
+    assert!(
+        took < Duration::from_secs(120),
+        "the replacement launched {} s after the warning",
+        took.as_secs()
+    );
+    // The interrupted NodeClaim went at once (deleting, or gone after its drain).
+    let old = kube.get_json(&["get", "nodeclaims"]);
+    let old = old["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["metadata"]["name"] == name.as_str());
+    assert!(
+        old.is_none_or(|c| !c["metadata"]["deletionTimestamp"].is_null()),
+        "{old:?}"
+    );
+    // The interrupted offering is out: the replacement's fleet did not offer it.
+    let fleets = moto.fleets();
+    let last = fleets.as_array().unwrap().last().unwrap();
+    let offered: Vec<(&str, &str)> = last["overrides"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            (
+                o["instance_type"].as_str().unwrap_or(""),
+                o["availability_zone"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert!(
+        !offered.contains(&(interrupted_type.as_str(), "us-east-1a")),
+        "{last}"
+    );
+    assert_ne!(
+        replacement["metadata"]["labels"]["node.kubernetes.io/instance-type"],
+        interrupted_type.as_str(),
+        "{replacement}"
+    );
+    let start = Instant::now();
+    while queued(&sqs, &url).await > 0 {
+        assert!(
+            start.elapsed() < PATIENCE,
+            "the warning stayed on the queue"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let out = run.stdout();
+    assert!(
+        out.contains(&format!("{name} interrupted: spot_interrupted"))
+            || (out.contains("\"Interrupted\"") && out.contains("spot_interrupted")),
+        "stdout:\n{out}"
+    );
+    // Upstream's Events, on the NodeClaim (and its Node).
+    for (reason, type_) in [
+        ("SpotRebalanceRecommendation", "Normal"),
+        ("SpotInterrupted", "Warning"),
+        ("TerminatingOnInterruption", "Warning"),
+    ] {
+        let e = wait_for(reason, &run, || {
+            kube.items(&["get", "events.v1.events.k8s.io", "-A"])
+                .into_iter()
+                .find(|e| {
+                    e["reason"] == reason
+                        && e["regarding"]["kind"] == "NodeClaim"
+                        && e["regarding"]["name"] == name.as_str()
+                })
+        });
+        assert_eq!(e["type"], type_, "{e}");
+    }
     assert_eq!(run.terminate(), Some(0), "stderr:\n{}", run.stderr());
 }

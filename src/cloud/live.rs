@@ -68,6 +68,13 @@ impl CloudProvider for LiveCloud {
         }
     }
 
+    fn acknowledge(&mut self, handled: &[Interruption]) {
+        match self {
+            LiveCloud::Kwok(c) => c.acknowledge(handled),
+            LiveCloud::Aws(c) => c.acknowledge(handled),
+        }
+    }
+
     fn drifted(&self, claim: &NodeClaimObject, pool: &NodePool) -> Option<String> {
         match self {
             LiveCloud::Kwok(c) => c.drifted(claim, pool),

@@ -84,13 +84,79 @@ pub struct Launched {
 #[error("cloud provider: {0}")]
 pub struct CloudError(pub String);
 
-/// An instance the cloud will take back (spot interruption notice, scheduled
-/// maintenance): the controller drains it ahead of time.
+/// What the cloud says is about to happen to an instance, in upstream's message kinds
+/// (`pkg/controllers/interruption/messages/types.go` in the AWS provider): their names
+/// are the `message_type` of `karpenter_interruption_received_messages_total` and the
+/// `reason` of `karpenter_nodeclaims_disrupted_total`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum InterruptionKind {
+    /// EC2 takes a spot instance back in two minutes.
+    SpotInterrupted,
+    /// EC2 says a spot instance is at higher risk of interruption.
+    RebalanceRecommendation,
+    /// An AWS Health scheduled change (maintenance, retirement) for the instance.
+    ScheduledChange,
+    /// The instance is stopping or stopped.
+    InstanceStopped,
+    /// The instance is shutting down or terminated.
+    InstanceTerminated,
+    /// EC2 takes back a capacity reservation the instance runs in.
+    CapacityReservationInterrupted,
+}
+
+impl InterruptionKind {
+    /// Upstream's name for the kind.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InterruptionKind::SpotInterrupted => "spot_interrupted",
+            InterruptionKind::RebalanceRecommendation => "rebalance_recommendation",
+            InterruptionKind::ScheduledChange => "scheduled_change",
+            InterruptionKind::InstanceStopped => "instance_stopped",
+            InterruptionKind::InstanceTerminated => "instance_terminated",
+            InterruptionKind::CapacityReservationInterrupted => "capacity_reservation_interrupted",
+        }
+    }
+
+    /// Whether the NodeClaim is deleted (cordoned and drained) ahead of the loss: every
+    /// kind but a rebalance recommendation, which is only reported (upstream
+    /// `actionForMessage` in `pkg/controllers/interruption/utils.go`).
+    pub fn drains(self) -> bool {
+        self != InterruptionKind::RebalanceRecommendation
+    }
+
+    /// Whether the instance's offering is out for a while (the unavailable-offerings
+    /// cache takes it): a spot interruption says EC2 wants that capacity back
+    /// (upstream `markUnavailableOfferings`).
+    pub fn offering_unavailable(self) -> bool {
+        self == InterruptionKind::SpotInterrupted
+    }
+}
+
+impl std::fmt::Display for InterruptionKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A notice that the cloud will take an instance back (spot interruption, scheduled
+/// maintenance, a stop): the controller drains it ahead of time, or only reports it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Interruption {
-    pub provider_id: String,
-    pub kind: String,
+    /// The instance: its provider id, or the last segment of one (the AWS queue names
+    /// instances by EC2 instance id only; `aws:///ZONE/ID` ends with it).
+    pub instance: String,
+    pub kind: InterruptionKind,
     pub at: DateTime<Utc>,
+    /// What the provider needs back once the notice is handled (the queue message to
+    /// delete), through [`CloudProvider::acknowledge`].
+    #[serde(skip)]
+    pub receipt: Option<String>,
+}
+
+/// The segment of a provider id that names the instance in the cloud's own terms
+/// (`aws:///us-east-1a/i-0abc` → `i-0abc`).
+pub fn instance_id(provider_id: &str) -> &str {
+    provider_id.rsplit('/').next().unwrap_or(provider_id)
 }
 
 /// A source of instances.
@@ -128,6 +194,11 @@ pub trait CloudProvider: Send {
 
     /// Interruption notices since the last call.
     fn interruptions(&mut self) -> Vec<Interruption>;
+
+    /// The controller has acted on these notices: a provider that reads them from a
+    /// queue deletes them now, not before (a crash in between hands them out again, as
+    /// upstream deletes a message only after handling it).
+    fn acknowledge(&mut self, _handled: &[Interruption]) {}
 
     /// Why a launched NodeClaim no longer matches its NodeClass (AMIDrift, SubnetDrift,
     /// SecurityGroupDrift, NodeClassDrift: upstream `CloudProvider.IsDrifted`), if it does

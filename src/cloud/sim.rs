@@ -11,7 +11,8 @@ use std::sync::Arc;
 use chrono::{DateTime, TimeDelta, Utc};
 
 use super::{
-    CloudError, CloudProvider, Instance, Interruption, LaunchError, LaunchRequest, Launched,
+    CloudError, CloudProvider, Instance, Interruption, InterruptionKind, LaunchError,
+    LaunchRequest, Launched,
 };
 use crate::engine::catalog::{CapacityType, Catalog, InstanceType};
 
@@ -109,9 +110,10 @@ impl SimCloud {
         }
         i.reclaim_at = Some(now + SPOT_NOTICE);
         self.interruptions.push(Interruption {
-            provider_id: provider_id.to_string(),
-            kind: "SpotInterruption".into(),
+            instance: provider_id.to_string(),
+            kind: InterruptionKind::SpotInterrupted,
             at: now,
+            receipt: None,
         });
         true
     }

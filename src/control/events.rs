@@ -150,6 +150,12 @@ pub enum EventKind {
         nodeclaim: String,
         reason: String,
     },
+    /// A cloud notice that leaves the node in place (a spot rebalance recommendation:
+    /// the instance is at higher risk of interruption), reported only, as upstream does.
+    InterruptionWarning {
+        nodeclaim: String,
+        reason: String,
+    },
     /// An instance with no NodeClaim was terminated by garbage collection.
     InstanceGarbageCollected {
         provider_id: String,
@@ -205,6 +211,7 @@ impl EventKind {
             EventKind::PodEvicted { .. } => "PodEvicted",
             EventKind::DrainBlocked { .. } => "DrainBlocked",
             EventKind::Interrupted { .. } => "Interrupted",
+            EventKind::InterruptionWarning { .. } => "InterruptionWarning",
             EventKind::InstanceGarbageCollected { .. } => "InstanceGarbageCollected",
             EventKind::Error { .. } => "Error",
             EventKind::Summary { .. } => "Summary",
@@ -307,6 +314,9 @@ impl std::fmt::Display for EventKind {
                 write!(f, "draining {node} is blocked: {message}")
             }
             Interrupted { nodeclaim, reason } => write!(f, "{nodeclaim} interrupted: {reason}"),
+            InterruptionWarning { nodeclaim, reason } => {
+                write!(f, "{nodeclaim} warned: {reason} (no action)")
+            }
             InstanceGarbageCollected { provider_id } => {
                 write!(f, "terminated {provider_id}: no NodeClaim owns it")
             }

@@ -4,13 +4,15 @@
 //! them (`pkg/controllers/disruption/events/events.go`,
 //! `pkg/controllers/provisioning/scheduling/events.go`,
 //! `pkg/controllers/node/termination/terminator/events/events.go`,
-//! `pkg/controllers/nodeclaim/lifecycle/events.go`; the default dedupe window is
+//! `pkg/controllers/nodeclaim/lifecycle/events.go`, and the AWS provider's
+//! `pkg/controllers/interruption/events/events.go`; the default dedupe window is
 //! `pkg/events/recorder.go`'s). Upstream dedupes on the reason and the object (plus a
 //! value or two, never the message); so does the Kubernetes backend that posts them
 //! (`Cluster::notify`).
 
 use std::time::Duration;
 
+use crate::cloud::InterruptionKind;
 use crate::cluster::{Notice, ObjectRef};
 use crate::engine::pod::PodKey;
 
@@ -104,6 +106,58 @@ pub fn unconsolidatable(node: Option<&str>, nodeclaim: &str, message: &str) -> V
 pub fn blocked(node: Option<&str>, nodeclaim: &str, message: &str) -> Vec<Notice> {
     on_both(node, nodeclaim, |r| {
         notice(r, "DisruptionBlocked", message.to_string(), false)
+    })
+}
+
+/// The AWS provider's event for an interruption notice, on the NodeClaim and its Node
+/// (`pkg/controllers/interruption/events/events.go`): what the cloud said, as a Warning,
+/// but a rebalance recommendation as Normal.
+pub fn interruption(node: Option<&str>, nodeclaim: &str, kind: InterruptionKind) -> Vec<Notice> {
+    let (reason, note, warning) = match kind {
+        InterruptionKind::SpotInterrupted => (
+            "SpotInterrupted",
+            "Spot interruption warning was triggered",
+            true,
+        ),
+        InterruptionKind::RebalanceRecommendation => (
+            "SpotRebalanceRecommendation",
+            "Spot rebalance recommendation was triggered",
+            false,
+        ),
+        InterruptionKind::ScheduledChange => (
+            "InstanceUnhealthy",
+            "An unhealthy warning was triggered for the instance",
+            true,
+        ),
+        InterruptionKind::InstanceStopped => ("InstanceStopping", "Instance is stopping", true),
+        InterruptionKind::InstanceTerminated => {
+            ("InstanceTerminating", "Instance is terminating", true)
+        }
+        InterruptionKind::CapacityReservationInterrupted => (
+            "CapacityReservationInstanceInterrupted",
+            "Capacity Reservation interruption warning was triggered",
+            true,
+        ),
+    };
+    on_both(node, nodeclaim, |r| {
+        notice(r, reason, note.to_string(), warning)
+    })
+}
+
+/// `TerminatingOnInterruption` on the NodeClaim and its Node: the notice deleted it.
+pub fn terminating_on_interruption(node: Option<&str>, nodeclaim: &str) -> Vec<Notice> {
+    on_both(node, nodeclaim, |r| {
+        let what = if matches!(r, ObjectRef::Node(_)) {
+            "Node"
+        } else {
+            "NodeClaim"
+        };
+        notice(
+            r,
+            "TerminatingOnInterruption",
+            format!("Interruption triggered termination for the {what}"),
+            true,
+        )
     })
 }
 

@@ -1,4 +1,4 @@
-//! An EC2 + SSM + IAM endpoint on 127.0.0.1 for the AWS provider's tests: moto (PyPI, an
+//! An EC2 + SSM + IAM + SQS endpoint on 127.0.0.1 for the AWS provider's tests: moto (PyPI, an
 //! AWS emulator) with the adapter in moto_server.py, in a venv cached under
 //! `$HOME/.cache/karpenter-tui/peers/moto-venv`. Each `MotoPeer` is a fresh, empty account
 //! (moto's 123456789012) in its own process, killed on drop. Without Python or PyPI the
@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 
 /// The moto release the adapter was written against (its gaps are listed in
 /// moto_server.py); data/catalog/us-east-1.json was generated from its data too.
-const MOTO: &str = "moto[server,ec2,ssm,iam]==5.2.5";
+const MOTO: &str = "moto[server,ec2,ssm,iam,sqs]==5.2.5";
 
 /// The Kubernetes version of the seeded EKS-optimized images and parameters.
 #[allow(dead_code)]
@@ -159,6 +159,21 @@ impl MotoPeer {
         )
     }
 
+    /// An SQS client for the peer (the interruption queue's tests send EventBridge
+    /// events with it).
+    #[allow(dead_code)]
+    pub fn sqs(&self) -> aws_sdk_sqs::Client {
+        use aws_sdk_sqs::config::{BehaviorVersion, Credentials, Region};
+        aws_sdk_sqs::Client::from_conf(
+            aws_sdk_sqs::config::Builder::new()
+                .endpoint_url(self.endpoint())
+                .region(Region::new("us-east-1"))
+                .credentials_provider(Credentials::new("testing", "testing", None, None, "test"))
+                .behavior_version(BehaviorVersion::latest())
+                .build(),
+        )
+    }
+
     /// The server's stderr so far (for failure messages).
     pub fn log(&self) -> String {
         fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
@@ -267,7 +282,7 @@ mod server;
 #[path = "venv.rs"]
 mod venv;
 
-/// The venv's python (moto 5.2.5 with its server, EC2, SSM and IAM extras), created once
+/// The venv's python (moto 5.2.5 with its server, EC2, SSM, IAM and SQS extras), created once
 /// per machine.
 fn python() -> &'static Path {
     static PYTHON: OnceLock<Result<PathBuf, String>> = OnceLock::new();
@@ -276,7 +291,7 @@ fn python() -> &'static Path {
             "peers/moto-venv",
             &[MOTO],
             "import moto, werkzeug, flask, moto.ec2.responses, moto.ssm.models, \
-             moto.iam.models, moto.moto_server.werkzeug_app; \
+             moto.iam.models, moto.sqs.models, moto.moto_server.werkzeug_app; \
              assert moto.__version__ == '5.2.5'",
         )
     }) {

@@ -1,15 +1,15 @@
-"""An EC2 + SSM + IAM peer for the AWS provider's tests: moto 5.2.5 plus a small adapter.
+"""An EC2 + SSM + IAM + SQS peer for the AWS provider's tests: moto 5.2.5 plus a small adapter.
 
 Usage: python moto_server.py PORT   (0 = any free port; prints "listening on PORT")
 
-moto (https://pypi.org/project/moto/, `moto[server,ec2,ssm,iam]==5.2.5`) emulates the AWS
+moto (https://pypi.org/project/moto/, `moto[server,ec2,ssm,iam,sqs]==5.2.5`) emulates the AWS
 APIs in memory. Its werkzeug app is served here on 127.0.0.1 behind a WSGI layer that adds
 the test controls (under /_peer/); a few of its EC2 handlers are replaced on
 `moto.ec2.responses.EC2Response`. The account is moto's default, 123456789012; any
 credentials are accepted (the tests use AWS_ACCESS_KEY_ID=AWS_SECRET_ACCESS_KEY=testing).
 Each request's service and region come from the SigV4 credential scope
 (`.../us-east-1/ec2/aws4_request`); its action from the `Action` form field (EC2, IAM) or
-the `X-Amz-Target` header (SSM, `AmazonSSM.GetParameter`).
+the `X-Amz-Target` header (SSM, `AmazonSSM.GetParameter`; SQS, `AmazonSQS.ReceiveMessage`).
 
 Gaps named in the plan, and how each is filled:
  1. The EKS-optimized AMIs and their SSM parameters are absent (moto's /aws/service tree
@@ -142,10 +142,12 @@ body may name "region" (default us-east-1) for ssm and ami.
     </Errors><RequestID>UUID</RequestID></Response>; SSM with HTTP 400
     {"__type": "ThrottlingException", "message": "Rate exceeded"}
     (application/x-amz-json-1.1); IAM with HTTP 400 <ErrorResponse><Error><Type>Sender
-    </Type><Code>Throttling</Code><Message>Rate exceeded</Message></Error>...
+    </Type><Code>Throttling</Code><Message>Rate exceeded</Message></Error>...; SQS
+    with HTTP 400 {"__type": "com.amazonaws.sqs#RequestThrottled", "message": "Rate
+    exceeded"} (application/x-amz-json-1.0, x-amzn-query-error RequestThrottled;Sender).
     Answers {"throttles": {ACTION: LEFT, ...}}, as do `GET /_peer/throttle` and
     `DELETE /_peer/throttle` (which forgets them all).
-12. Request log. Every AWS request is recorded as {"service": "ec2" | "ssm" | "iam",
+12. Request log. Every AWS request is recorded as {"service": "ec2" | "ssm" | "iam" | "sqs",
     "action": "CreateFleet", "throttled": false}, the last 5000 kept. `GET
     /_peer/requests` answers the list, oldest first; `DELETE /_peer/requests` empties it
     and answers {"cleared": N}. `GET /_peer/fleets` answers every instant CreateFleet
@@ -887,6 +889,20 @@ def throttled_response(service: str):
             [
                 ("Content-Type", "application/x-amz-json-1.1"),
                 ("x-amzn-RequestId", request_id),
+            ],
+            body,
+        )
+    if service == "sqs":
+        # SQS's JSON protocol (what the SDKs speak): a throttling error the SDK retries.
+        body = json.dumps(
+            {"__type": "com.amazonaws.sqs#RequestThrottled", "message": "Rate exceeded"}
+        )
+        return (
+            "400 Bad Request",
+            [
+                ("Content-Type", "application/x-amz-json-1.0"),
+                ("x-amzn-RequestId", request_id),
+                ("x-amzn-query-error", "RequestThrottled;Sender"),
             ],
             body,
         )

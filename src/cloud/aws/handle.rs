@@ -17,6 +17,10 @@ pub(super) struct Shared {
     /// Every NodeClass has been listed once: before that, a missing one may just not have
     /// arrived yet.
     pub(super) listed: std::sync::atomic::AtomicBool,
+    /// Interruption notices between the queue task and the controller.
+    pub(super) inbox: Mutex<interruption::Inbox>,
+    /// Wakes the queue's deleter: notices were handled.
+    pub(super) acked: tokio::sync::Notify,
 }
 
 /// A cheap handle on the provider's shared state, for the background refreshers and the
@@ -63,6 +67,10 @@ impl AwsHandle {
 
     pub(super) fn facts(&self) -> std::sync::MutexGuard<'_, HashMap<String, Facts>> {
         self.shared.facts.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(super) fn inbox(&self) -> std::sync::MutexGuard<'_, interruption::Inbox> {
+        self.shared.inbox.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     pub(super) fn bump(&self) {

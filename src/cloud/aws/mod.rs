@@ -19,6 +19,7 @@ mod fleet;
 mod handle;
 pub mod instance_types;
 mod instances;
+pub mod interruption;
 mod launch;
 pub mod launch_template;
 pub mod nodeclass;
@@ -70,7 +71,7 @@ pub const NODECLASS_REFRESH: Duration = Duration::from_secs(60);
 pub struct AwsOptions {
     /// `--region`; else the standard chain (AWS_REGION, profile, IMDS).
     pub region: Option<String>,
-    /// `--aws-endpoint`: one endpoint for EC2, SSM and IAM (an emulator in tests).
+    /// `--aws-endpoint`: one endpoint for EC2, SSM, IAM and SQS (an emulator in tests).
     pub endpoint: Option<String>,
     pub cluster: ClusterInfo,
     /// The cluster's minor Kubernetes version ("1.33"), which AMI aliases are keyed by.
@@ -86,6 +87,7 @@ pub struct Clients {
     pub ec2: aws_sdk_ec2::Client,
     pub ssm: aws_sdk_ssm::Client,
     pub iam: aws_sdk_iam::Client,
+    pub sqs: aws_sdk_sqs::Client,
     pub region: String,
 }
 
@@ -125,6 +127,7 @@ impl Clients {
             ec2: aws_sdk_ec2::Client::new(&config),
             ssm: aws_sdk_ssm::Client::new(&config),
             iam: aws_sdk_iam::Client::new(&config),
+            sqs: aws_sdk_sqs::Client::new(&config),
             region,
         })
     }
@@ -262,11 +265,7 @@ impl CloudProvider for AwsCloud {
 
     fn delete(&mut self, provider_id: &str) -> impl Future<Output = Result<(), CloudError>> + Send {
         let clients = self.handle.clients.clone();
-        let id = provider_id
-            .rsplit('/')
-            .next()
-            .unwrap_or(provider_id)
-            .to_string();
+        let id = super::instance_id(provider_id).to_string();
         async move { instances::terminate(&clients, &id).await }
     }
 
@@ -291,10 +290,17 @@ impl CloudProvider for AwsCloud {
         }
     }
 
-    /// Spot interruption notices arrive through an SQS queue upstream; this build does
-    /// not read one (garbage collection notices a reclaimed instance instead).
+    /// What the interruption queue brought since the last call (nothing without
+    /// `--interruption-queue`: garbage collection then notices a reclaimed instance).
     fn interruptions(&mut self) -> Vec<Interruption> {
-        Vec::new()
+        self.handle.inbox().take()
+    }
+
+    /// Their queue messages are deleted now.
+    fn acknowledge(&mut self, handled: &[Interruption]) {
+        if self.handle.inbox().handled(handled) {
+            self.handle.shared.acked.notify_one();
+        }
     }
 
     /// Upstream `isNodeClassDrifted`: the static hash first, then AMI, security groups and

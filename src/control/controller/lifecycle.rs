@@ -9,6 +9,8 @@ use super::{Controller, GC_GRACE, LAUNCH_TIMEOUT, REGISTRATION_TIMEOUT};
 use crate::cloud::CloudProvider;
 use crate::cluster::{Cluster, ClusterError, NodeClaimObject, Write};
 use crate::control::events::EventKind;
+use crate::control::upstream_events;
+use crate::engine::catalog::CapacityType;
 
 /// When a launched NodeClaim that has no Node is deleted for not registering, or None
 /// when it never is. Upstream `nodeclaim/lifecycle/liveness.go`: a NodeClaim whose
@@ -202,25 +204,79 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         self.deletion_started(name, now);
     }
 
-    /// Spot interruption notices: the NodeClaim is deleted now so its pods move before
-    /// the instance goes (upstream's interruption controller).
+    /// Interruption notices (upstream's interruption controller,
+    /// `pkg/controllers/interruption/utils.go` in the AWS provider): a NodeClaim the
+    /// notice names is deleted now, so its pods move before the instance goes; a
+    /// rebalance recommendation is only reported. A spot interruption also takes the
+    /// offering out for a while. Notices for instances no NodeClaim owns, or already
+    /// deleting, change nothing. Every notice is acknowledged once handled.
     pub(super) async fn handle_interruptions(&mut self, now: DateTime<Utc>) {
-        for i in self.cloud.interruptions() {
+        let notices = self.cloud.interruptions();
+        if notices.is_empty() {
+            return;
+        }
+        let mut unavailable = false;
+        for i in &notices {
             let Some(claim) = self
                 .registry
-                .claim_of_provider(&i.provider_id)
+                .claim_of_instance(&i.instance)
                 .map(str::to_string)
             else {
                 continue;
             };
-            let node = self.node_name(&claim);
-            self.disruption.involuntary(&claim, &node, &i.kind, now);
+            let Some(record) = self.registry.get(&claim) else {
+                continue;
+            };
+            if record.claim.deleting.is_some() {
+                continue;
+            }
+            let nodepool = record.claim.nodepool.clone();
+            let launched = record
+                .claim
+                .launched
+                .as_ref()
+                .map(|l| (l.instance_type.clone(), l.zone.clone(), l.capacity_type));
+            let node = record.node.clone();
+            let reason = i.kind.as_str();
+            self.post(upstream_events::interruption(
+                node.as_deref(),
+                &claim,
+                i.kind,
+            ));
+            if i.kind.offering_unavailable()
+                && let Some((instance_type, zone, ct)) = &launched
+                && *ct == CapacityType::Spot
+            {
+                self.unavailable.mark(instance_type, zone, *ct, now);
+                unavailable = true;
+            }
+            if !i.kind.drains() {
+                self.emit(EventKind::InterruptionWarning {
+                    nodeclaim: claim.clone(),
+                    reason: reason.to_string(),
+                });
+                continue;
+            }
+            let node_name = self.node_name(&claim);
+            self.disruption.involuntary(&claim, &node_name, reason, now);
             self.emit(EventKind::Interrupted {
                 nodeclaim: claim.clone(),
-                reason: i.kind.clone(),
+                reason: reason.to_string(),
             });
-            self.delete_nodeclaim(&claim, &i.kind, now).await;
+            let capacity_type = launched.as_ref().map_or("", |l| l.2.as_str());
+            self.disruption
+                .metrics
+                .interrupted(reason, &nodepool, capacity_type);
+            self.post(upstream_events::terminating_on_interruption(
+                node.as_deref(),
+                &claim,
+            ));
+            self.delete_nodeclaim(&claim, reason, now).await;
         }
+        if unavailable {
+            self.refresh_instance_types(now);
+        }
+        self.cloud.acknowledge(&notices);
     }
 
     /// NodeClaims whose instance is gone are deleted (their pods are gone with it);

@@ -260,6 +260,19 @@ impl NodeRegistry {
         self.claim_by_provider.get(provider_id).map(String::as_str)
     }
 
+    /// The NodeClaim an instance belongs to, named by its provider id or by the provider
+    /// id's last segment (the AWS interruption queue names instances by EC2 id only, as
+    /// upstream's `status.instanceID` field index does). The second form walks the
+    /// provider index: interruption notices are rare.
+    pub fn claim_of_instance(&self, instance: &str) -> Option<&str> {
+        self.claim_of_provider(instance).or_else(|| {
+            self.claim_by_provider
+                .iter()
+                .find(|(p, _)| crate::cloud::instance_id(p) == instance)
+                .map(|(_, c)| c.as_str())
+        })
+    }
+
     /// A NodeClaim's Node object, once registered.
     pub fn node_of(&self, claim: &str) -> Option<&NodeObject> {
         self.records
@@ -490,6 +503,20 @@ pub(super) mod tests {
         assert!(r.node_of("b").is_none());
         assert!(r.remove_claim("b").is_some());
         assert_eq!(r.claim_of_provider("p2"), None);
+    }
+
+    #[test]
+    fn an_instance_is_found_by_its_provider_id_or_the_ec2_id_it_ends_with() {
+        let mut r = NodeRegistry::default();
+        r.created(claim("a"));
+        r.launched("a", launched("aws:///us-east-1a/i-0abc"));
+        r.created(claim("b"));
+        r.launched("b", launched("aws:///us-east-1b/i-0abcd"));
+        assert_eq!(r.claim_of_instance("aws:///us-east-1a/i-0abc"), Some("a"));
+        assert_eq!(r.claim_of_instance("i-0abc"), Some("a"));
+        assert_eq!(r.claim_of_instance("i-0abcd"), Some("b"));
+        assert_eq!(r.claim_of_instance("i-0ab"), None);
+        assert_eq!(r.claim_of_instance("us-east-1a"), None);
     }
 
     fn names_with_records(r: &NodeRegistry) -> Vec<&str> {

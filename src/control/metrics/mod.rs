@@ -19,8 +19,9 @@
 //! `controller_runtime_reconcile_total{controller,result}`,
 //! `controller_runtime_reconcile_time_seconds{controller}` and
 //! `leader_election_master_status{name}`, the gauges derived from the cluster state
-//! ([`cluster`]: per node, pod and NodePool), plus `karpenter_tui_pending_decisions` for
-//! the approval gate, which upstream has no notion of.
+//! ([`cluster`]: per node, pod and NodePool), the AWS provider's interruption queue
+//! metrics ([`interruption`]), plus `karpenter_tui_pending_decisions` for the approval
+//! gate, which upstream has no notion of.
 //!
 //! Label values are cased as upstream writes them, which is not the same everywhere:
 //! `reason` is lower case on counters and `eligible_nodes` (`underutilized`), but the
@@ -31,6 +32,7 @@
 //! them while the `/metrics` endpoint encodes them from another task.
 
 pub mod cluster;
+pub mod interruption;
 pub mod summary;
 
 use std::sync::Arc;
@@ -341,6 +343,7 @@ impl Metrics {
             "Disruption decisions waiting in the approval gate",
             pending.clone(),
         );
+        interruption::INTERRUPTION.register(&mut registry);
         Metrics {
             registry: Arc::new(registry),
             decisions,
@@ -554,6 +557,19 @@ impl Metrics {
                 })
                 .inc();
         }
+    }
+
+    /// A NodeClaim deleted on an interruption notice: `karpenter_nodeclaims_disrupted_total`
+    /// with the notice's kind as the reason, as upstream's interruption controller counts
+    /// it.
+    pub fn interrupted(&self, kind: &str, nodepool: &str, capacity_type: &str) {
+        self.disrupted
+            .get_or_create(&DisruptedLabels {
+                reason: kind.to_string(),
+                nodepool: nodepool.to_string(),
+                capacity_type: capacity_type.to_string(),
+            })
+            .inc();
     }
 
     /// The gate's queue length.

@@ -39,6 +39,7 @@ fn tone(k: &EventKind) -> Tone {
         | EventKind::DisruptionBlocked { .. }
         | EventKind::DisruptionPaused { .. }
         | EventKind::DisruptionRejected { .. }
+        | EventKind::InterruptionWarning { .. }
         | EventKind::PodPending { .. } => Tone::Warn,
         EventKind::DisruptionApproved { .. }
         | EventKind::DisruptionExecuted { .. }
