@@ -854,3 +854,168 @@ async fn throttled_describe_calls_are_retried_with_backoff() {
         .collect();
     assert_eq!(&calls[..3], [true, true, false], "{calls:?}");
 }
+
+/// The template a fleet request used, as EC2 holds it: its user data (decoded) and its
+/// block devices (name, GiB).
+async fn template_of_fleet(
+    peer: &MotoPeer,
+    fleet: &serde_json::Value,
+) -> (String, Vec<(String, i32)>) {
+    let id = fleet["overrides"][0]["launch_template_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{fleet}"));
+    let versions = peer
+        .ec2(true)
+        .describe_launch_template_versions()
+        .launch_template_id(id)
+        .send()
+        .await
+        .unwrap();
+    let data = versions.launch_template_versions()[0]
+        .launch_template_data()
+        .unwrap();
+    let user_data = String::from_utf8(
+        base64::engine::general_purpose::STANDARD
+            .decode(data.user_data().unwrap())
+            .unwrap(),
+    )
+    .unwrap();
+    let volumes = data
+        .block_device_mappings()
+        .iter()
+        .map(|b| {
+            (
+                b.device_name().unwrap_or_default().to_string(),
+                b.ebs().and_then(|e| e.volume_size()).unwrap_or_default(),
+            )
+        })
+        .collect();
+    (user_data, volumes)
+}
+
+/// Each AMI family launches with its own bootstrap: bootstrap.sh for AL2, Bottlerocket's
+/// TOML (the user's settings kept under Karpenter's), Windows' PowerShell, each with the
+/// NodeClaim's labels, the unregistered taint, the cluster's endpoint and CA, RAID0 for the
+/// instance store where the NodeClass asks; and with the family's default volumes. Before,
+/// every family but AL2023 and Custom failed its launches.
+#[tokio::test]
+async fn every_ami_family_launches_with_its_own_bootstrap_and_default_volumes() {
+    let peer = MotoPeer::start();
+    let (mut cloud, handle, _) = ready_cloud(&peer).await;
+    let cases = [
+        (
+            "AL2",
+            "#!/bin/bash\necho hello",
+            vec![
+                "/etc/eks/bootstrap.sh 'test-cluster' --apiserver-endpoint 'https://api.test-cluster.example' --b64-cluster-ca 'Q0E='",
+                "--node-labels=\"karpenter.sh/nodepool=web\"",
+                "karpenter.sh/unregistered:NoExecute",
+                "--local-disks raid0",
+                "echo hello",
+            ],
+            vec![("/dev/xvda", 20)],
+        ),
+        (
+            "Bottlerocket",
+            "[settings.host-containers.admin]\nenabled = true\n",
+            vec![
+                "api-server = \"https://api.test-cluster.example\"",
+                "cluster-certificate = \"Q0E=\"",
+                "\"karpenter.sh/nodepool\" = \"web\"",
+                "\"karpenter.sh/unregistered\" = [\":NoExecute\"]",
+                "ephemeral-storage",
+                "[settings.host-containers.admin]",
+            ],
+            vec![("/dev/xvda", 4), ("/dev/xvdb", 20)],
+        ),
+        (
+            "Windows2022",
+            "Write-Host hello",
+            vec![
+                "<powershell>\nWrite-Host hello\n",
+                "-EKSClusterName 'test-cluster'",
+                "-Base64ClusterCA 'Q0E='",
+                "karpenter.sh/unregistered:NoExecute",
+            ],
+            vec![("/dev/sda1", 50)],
+        ),
+    ];
+    for (i, (family, custom, markers, volumes)) in cases.into_iter().enumerate() {
+        let custom_yaml = custom.replace('\n', "\n    ");
+        handle.set_nodeclass(&nodeclass(&format!(
+            "  amiFamily: {family}\n  role: KarpenterNodeRole\n  instanceStorePolicy: RAID0\n  userData: |\n    {custom_yaml}\n  amiSelectorTerms:\n  - id: {AL2023_X86_AMI}\n  subnetSelectorTerms:\n  - tags:\n      karpenter.sh/discovery: {CLUSTER}\n  securityGroupSelectorTerms:\n  - tags:\n      karpenter.sh/discovery: \"*\"\n"
+        )));
+        handle.resolve_all().await;
+        let req = request(
+            &cloud,
+            &format!("web-{i}"),
+            &["m5.large"],
+            CapacityType::OnDemand,
+        );
+        cloud
+            .create(req)
+            .await
+            .unwrap_or_else(|e| panic!("{family}: {e}"));
+        let fleets = peer.fleets();
+        let last = fleets.as_array().unwrap().last().unwrap().clone();
+        let (user_data, got_volumes) = template_of_fleet(&peer, &last).await;
+        for m in markers {
+            assert!(user_data.contains(m), "{family}: {m:?} not in\n{user_data}");
+        }
+        let want: Vec<(String, i32)> = volumes.iter().map(|(d, s)| (d.to_string(), *s)).collect();
+        assert_eq!(got_volumes, want, "{family}");
+    }
+    // A Bottlerocket userData that is not TOML fails the launch and says why.
+    handle.set_nodeclass(&nodeclass(&format!(
+        "  amiFamily: Bottlerocket\n  role: KarpenterNodeRole\n  userData: \"settings = [\"\n  amiSelectorTerms:\n  - id: {AL2023_X86_AMI}\n  subnetSelectorTerms:\n  - tags:\n      karpenter.sh/discovery: {CLUSTER}\n  securityGroupSelectorTerms:\n  - tags:\n      karpenter.sh/discovery: \"*\"\n"
+    )));
+    handle.resolve_all().await;
+    let req = request(&cloud, "web-bad", &["m5.large"], CapacityType::OnDemand);
+    let e = cloud.create(req).await.unwrap_err().to_string();
+    assert!(
+        e.contains("EC2NodeClass default") && e.contains("not Bottlerocket TOML"),
+        "{e}"
+    );
+}
+
+/// `instanceStorePolicy: RAID0`: a type with an instance store offers it as ephemeral
+/// storage (m5d.large: 75 GB of NVMe, from DescribeInstanceTypes); one without keeps the
+/// root volume, which a NodeClass's `rootVolume` mapping sizes. Before, every type had
+/// 20Gi whatever the NodeClass said.
+#[tokio::test]
+async fn ephemeral_storage_follows_the_instance_store_under_raid0_and_the_root_volume() {
+    let peer = MotoPeer::start();
+    let (cloud, handle, _) = ready_cloud(&peer).await;
+    let storage = |name: &str| {
+        cloud
+            .instance_types(&pool())
+            .into_iter()
+            .find(|t| t.name == name)
+            .map(|t| {
+                (
+                    t.capacity.ephemeral_storage / 1000,
+                    t.allocatable().ephemeral_storage / 1000,
+                )
+            })
+            .unwrap_or_else(|| panic!("{name} offered"))
+    };
+    const GI: i64 = 1 << 30;
+    assert_eq!(storage("m5d.large").0, 20 * GI);
+    let spec = |extra: &str| {
+        nodeclass(&format!(
+            "  role: KarpenterNodeRole\n{extra}  amiSelectorTerms:\n  - alias: al2023@latest\n  subnetSelectorTerms:\n  - tags:\n      karpenter.sh/discovery: {CLUSTER}\n  securityGroupSelectorTerms:\n  - tags:\n      karpenter.sh/discovery: \"*\"\n"
+        ))
+    };
+    handle.set_nodeclass(&spec(
+        "  instanceStorePolicy: RAID0\n  blockDeviceMappings:\n  - deviceName: /dev/xvda\n    rootVolume: true\n    ebs: {volumeSize: 100Gi, volumeType: gp3}\n",
+    ));
+    handle.resolve_all().await;
+    let (capacity, allocatable) = storage("m5d.large");
+    assert_eq!(capacity, 75_000_000_000);
+    assert_eq!(allocatable, 75_000_000_000 - GI - 7_500_000_000);
+    assert_eq!(
+        storage("m5.large").0,
+        100 * GI,
+        "no instance store: the root volume"
+    );
+}

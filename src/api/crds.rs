@@ -505,7 +505,8 @@ mod tests {
                 "Bottlerocket",
                 "Custom",
                 "Windows2019",
-                "Windows2022"
+                "Windows2022",
+                "Windows2025"
             ])
         );
         assert_eq!(

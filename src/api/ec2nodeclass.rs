@@ -30,6 +30,7 @@ pub const ALIAS_FAMILIES: &[&str] = &[
     "bottlerocket",
     "windows2019",
     "windows2022",
+    "windows2025",
 ];
 
 /// Configuration of the EC2 instances a NodePool launches.
@@ -207,8 +208,8 @@ pub struct AMISelectorTerm {
     /// `family@version`, e.g. `al2023@latest` or `al2023@v20240807`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[x_kube(validation = Rule::new("self.matches('^[a-zA-Z0-9]+@.+$')").message("'alias' is improperly formatted, must match the format 'family@version'"))]
-    #[x_kube(validation = Rule::new("self.split('@')[0] in ['al2','al2023','bottlerocket','windows2019','windows2022']").message("family is not supported, must be one of the following: 'al2', 'al2023', 'bottlerocket', 'windows2019', 'windows2022'"))]
-    #[x_kube(validation = Rule::new("self.split('@')[0] in ['windows2019','windows2022'] ? self.split('@')[1] == 'latest' : true").message("windows families may only specify version 'latest'"))]
+    #[x_kube(validation = Rule::new("self.split('@')[0] in ['al2','al2023','bottlerocket','windows2019','windows2022','windows2025']").message("family is not supported, must be one of the following: 'al2', 'al2023', 'bottlerocket', 'windows2019', 'windows2022', 'windows2025'"))]
+    #[x_kube(validation = Rule::new("self.split('@')[0] in ['windows2019','windows2022','windows2025'] ? self.split('@')[1] == 'latest' : true").message("windows families may only specify version 'latest'"))]
     #[schemars(length(max = 30))]
     pub alias: Option<String>,
     /// Tags the AMI must carry.
@@ -240,6 +241,7 @@ pub enum AMIFamily {
     Custom,
     Windows2019,
     Windows2022,
+    Windows2025,
 }
 
 impl AMIFamily {
@@ -251,6 +253,7 @@ impl AMIFamily {
             AMIFamily::Bottlerocket => Some("bottlerocket"),
             AMIFamily::Windows2019 => Some("windows2019"),
             AMIFamily::Windows2022 => Some("windows2022"),
+            AMIFamily::Windows2025 => Some("windows2025"),
             AMIFamily::Custom => None,
         }
     }
@@ -263,6 +266,7 @@ impl AMIFamily {
             AMIFamily::Bottlerocket,
             AMIFamily::Windows2019,
             AMIFamily::Windows2022,
+            AMIFamily::Windows2025,
         ]
         .into_iter()
         .find(|f| f.alias_name() == Some(name))
@@ -465,16 +469,11 @@ impl Default for MetadataOptions {
     }
 }
 
-/// The root volume upstream gives AL2 and AL2023 when no blockDeviceMappings are set:
-/// 20Gi gp3, encrypted, on /dev/xvda.
+/// The volumes upstream gives each family when no blockDeviceMappings are set (its
+/// `DefaultBlockDeviceMappings`): 20Gi gp3, encrypted, on the family's root device (50Gi for
+/// Windows), and for Bottlerocket a 4Gi OS volume besides.
 pub fn default_block_device_mappings(family: AMIFamily) -> Vec<BlockDeviceMapping> {
-    let (device, size) = match family {
-        AMIFamily::AL2 | AMIFamily::AL2023 => ("/dev/xvda", "20Gi"),
-        AMIFamily::Bottlerocket => ("/dev/xvdb", "20Gi"),
-        AMIFamily::Windows2019 | AMIFamily::Windows2022 => ("/dev/sda1", "50Gi"),
-        AMIFamily::Custom => return Vec::new(),
-    };
-    vec![BlockDeviceMapping {
+    let volume = |device: &str, size: &str, root: Option<bool>| BlockDeviceMapping {
         device_name: Some(device.to_string()),
         ebs: Some(BlockDevice {
             encrypted: Some(true),
@@ -482,8 +481,21 @@ pub fn default_block_device_mappings(family: AMIFamily) -> Vec<BlockDeviceMappin
             volume_type: Some(VolumeType::Gp3),
             ..Default::default()
         }),
-        root_volume: Some(true),
-    }]
+        root_volume: root,
+    };
+    match family {
+        AMIFamily::AL2 | AMIFamily::AL2023 => vec![volume("/dev/xvda", "20Gi", Some(true))],
+        // Bottlerocket boots from a small OS volume and keeps images and pods on the data
+        // volume (upstream `amifamily/bottlerocket.go`).
+        AMIFamily::Bottlerocket => vec![
+            volume("/dev/xvda", "4Gi", None),
+            volume("/dev/xvdb", "20Gi", Some(true)),
+        ],
+        AMIFamily::Windows2019 | AMIFamily::Windows2022 | AMIFamily::Windows2025 => {
+            vec![volume("/dev/sda1", "50Gi", Some(true))]
+        }
+        AMIFamily::Custom => Vec::new(),
+    }
 }
 
 impl EC2NodeClassSpec {

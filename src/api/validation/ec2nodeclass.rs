@@ -94,7 +94,7 @@ fn check_ami_terms(out: &mut Violations, spec: &EC2NodeClassSpec) {
     if !has_alias && spec.ami_family.is_none() {
         out.push(
             "spec.amiFamily",
-            "amiFamily must be set if amiSelectorTerms does not contain an alias (AL2, AL2023, Bottlerocket, Windows2019, Windows2022 or Custom)",
+            "amiFamily must be set if amiSelectorTerms does not contain an alias (AL2, AL2023, Bottlerocket, Windows2019, Windows2022, Windows2025 or Custom)",
         );
     }
 }

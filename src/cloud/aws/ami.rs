@@ -133,11 +133,11 @@ fn alias_parameters(family: AMIFamily, version: &str, k8s: &str) -> Vec<(String,
             })
             .collect()
         }
-        AMIFamily::Windows2019 | AMIFamily::Windows2022 => {
-            let year = if family == AMIFamily::Windows2019 {
-                "2019"
-            } else {
-                "2022"
+        AMIFamily::Windows2019 | AMIFamily::Windows2022 | AMIFamily::Windows2025 => {
+            let year = match family {
+                AMIFamily::Windows2019 => "2019",
+                AMIFamily::Windows2022 => "2022",
+                _ => "2025",
             };
             vec![(
                 format!(

@@ -17,6 +17,9 @@ pub(super) struct Shared {
     /// Every NodeClass has been listed once: before that, a missing one may just not have
     /// arrived yet.
     pub(super) listed: std::sync::atomic::AtomicBool,
+    /// Each instance type's instance store (EC2's TotalSizeInGB), from the last catalog
+    /// refresh: a RAID0 NodeClass's ephemeral storage.
+    pub(super) instance_stores: RwLock<Arc<HashMap<String, i64>>>,
     /// Interruption notices between the queue task and the controller.
     pub(super) inbox: Mutex<interruption::Inbox>,
     /// Wakes the queue's deleter: notices were handled.
@@ -69,6 +72,14 @@ impl AwsHandle {
         self.shared.facts.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    pub(super) fn instance_stores(&self) -> Arc<HashMap<String, i64>> {
+        self.shared
+            .instance_stores
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     pub(super) fn inbox(&self) -> std::sync::MutexGuard<'_, interruption::Inbox> {
         self.shared.inbox.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -89,7 +100,25 @@ impl AwsHandle {
             on_demand.get(t).copied()
         })?;
         let n = catalog.instance_types.len();
-        let changed = {
+        let stores: HashMap<String, i64> = infos
+            .iter()
+            .filter_map(|i| {
+                let name = i.instance_type()?.as_str().to_string();
+                let gb = i.instance_storage_info()?.total_size_in_gb()?;
+                Some((name, gb))
+            })
+            .collect();
+        let stores_changed = {
+            let mut s = self
+                .shared
+                .instance_stores
+                .write()
+                .unwrap_or_else(|e| e.into_inner());
+            let changed = **s != stores;
+            *s = Arc::new(stores);
+            changed
+        };
+        let changed = stores_changed | {
             let mut c = self
                 .shared
                 .catalog

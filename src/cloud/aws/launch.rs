@@ -121,24 +121,18 @@ impl AwsCloud {
             .spec
             .effective_ami_family()
             .unwrap_or(AMIFamily::Custom);
-        let user_data = match family {
-            AMIFamily::AL2023 => {
-                let config = user_data::node_config(
-                    &self.handle.opts.cluster,
-                    state.spec.kubelet.as_ref(),
-                    &r.labels,
-                    &user_data::registration_taints(&r.taints),
-                );
-                user_data::al2023(state.spec.user_data.as_deref(), &config)
-            }
-            AMIFamily::Custom => state.spec.user_data.clone().unwrap_or_default(),
-            other => {
-                return Err(fail(format!(
-                    "EC2NodeClass {name}: user data for the {other:?} AMI family is not \
-                     supported by this build (AL2023 and Custom are)"
-                )));
-            }
-        };
+        let user_data = user_data::render(
+            family,
+            &user_data::Bootstrap {
+                cluster: &self.handle.opts.cluster,
+                kubelet: state.spec.kubelet.as_ref(),
+                labels: &r.labels,
+                taints: &r.taints,
+                custom: state.spec.user_data.as_deref(),
+                instance_store_policy: state.spec.instance_store_policy,
+            },
+        )
+        .map_err(|e| fail(format!("EC2NodeClass {name}: {e}")))?;
         let cluster = self.handle.opts.cluster.name.clone();
         let mut tags = state.spec.tags.clone();
         tags.insert(format!("kubernetes.io/cluster/{cluster}"), "owned".into());

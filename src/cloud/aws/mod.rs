@@ -15,6 +15,7 @@
 //! user data, fleet, instances).
 
 pub mod ami;
+pub mod ephemeral_storage;
 mod fleet;
 mod handle;
 pub mod instance_types;
@@ -189,7 +190,9 @@ impl AwsCloud {
 
 impl CloudProvider for AwsCloud {
     /// The region's instance types narrowed to the pool's NodeClass: offerings only in
-    /// the zones of its subnets, types only where one of its AMIs serves them.
+    /// the zones of its subnets, types only where one of its AMIs serves them, each with
+    /// the ephemeral storage the NodeClass gives it (its volumes, or the instance store
+    /// under RAID0).
     fn instance_types(&self, pool: &NodePool) -> Vec<Arc<InstanceType>> {
         let Ok(state) = self.nodeclass_of(pool) else {
             return Vec::new();
@@ -199,6 +202,7 @@ impl CloudProvider for AwsCloud {
         };
         let zones: Vec<&str> = resolved.subnets.iter().map(|s| s.zone.as_str()).collect();
         let catalog = self.handle.catalog();
+        let stores = self.handle.instance_stores();
         catalog
             .instance_types
             .iter()
@@ -206,7 +210,15 @@ impl CloudProvider for AwsCloud {
             .filter_map(|it| {
                 let mut it = it.clone();
                 it.offerings.retain(|o| zones.contains(&o.zone.as_str()));
-                (!it.offerings.is_empty()).then(|| Arc::new(it))
+                if it.offerings.is_empty() {
+                    return None;
+                }
+                let storage =
+                    ephemeral_storage::bytes_for(&state.spec, stores.get(&it.name).copied());
+                if storage != crate::engine::catalog::overhead::DEFAULT_ROOT_VOLUME_BYTES {
+                    ephemeral_storage::resize(&mut it, storage);
+                }
+                Some(Arc::new(it))
             })
             .collect()
     }

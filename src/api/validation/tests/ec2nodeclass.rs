@@ -135,6 +135,7 @@ fn alias_rules() {
             (alias, "alias: al2023@v20240807"),
             (alias, "alias: bottlerocket@1.20.0"),
             (alias, "alias: windows2022@latest"),
+            (alias, "alias: windows2025@latest"),
             (alias, "alias: al2@latest"),
         ],
     );
@@ -164,6 +165,12 @@ fn alias_rules() {
             (
                 alias,
                 "alias: windows2019@v20240807",
+                at,
+                "windows families may only specify version 'latest'",
+            ),
+            (
+                alias,
+                "alias: windows2025@v20240807",
                 at,
                 "windows families may only specify version 'latest'",
             ),
