@@ -183,14 +183,25 @@ fn run_aws_with(kube: &KubePeer, moto: &MotoPeer, more: &[&str]) -> Proc {
     Proc::start_with(&args, &moto.env())
 }
 
-fn wait_for<T>(what: &str, proc: &Proc, mut f: impl FnMut() -> Option<T>) -> T {
-    let start = Instant::now();
+fn wait_for<T>(what: &str, proc: &Proc, f: impl FnMut() -> Option<T>) -> T {
+    wait_until(what, proc, Instant::now() + PATIENCE, f)
+}
+
+/// EC2 takes a spot instance back two minutes after its interruption warning.
+const RECLAIM: Duration = Duration::from_secs(120);
+
+fn wait_until<T>(
+    what: &str,
+    proc: &Proc,
+    deadline: Instant,
+    mut f: impl FnMut() -> Option<T>,
+) -> T {
     loop {
         if let Some(v) = f() {
             return v;
         }
         assert!(
-            start.elapsed() < PATIENCE,
+            Instant::now() < deadline,
             "waited for {what}; stderr:\n{}\nstdout:\n{}",
             proc.stderr(),
             proc.stdout()
@@ -580,22 +591,26 @@ async fn a_spot_interruption_on_the_queue_drains_the_node_and_a_replacement_laun
     let pending = MANIFESTS.split("---\n").last().unwrap();
     assert!(pending.contains("kind: Pod"), "{pending}");
     kube.kubectl(&["create", "-f", "-"], pending);
-    let replacement = wait_for("a replacement launched", &run, || {
-        let claims = kube.get_json(&["get", "nodeclaims"]);
-        claims["items"]
-            .as_array()?
-            .iter()
-            .find(|c| {
-                c["metadata"]["name"] != name.as_str()
-                    && c["status"]["providerID"].as_str().is_some()
-            })
-            .cloned()
-    });
-    let took = warned.elapsed();
-    assert!(
-        took < Duration::from_secs(120),
-        "the replacement launched {} s after the warning",
-        took.as_secs()
+    let replacement = wait_until(
+        "a replacement launched before the reclaim",
+        &run,
+        warned + RECLAIM,
+        || {
+            let claims = kube.get_json(&["get", "nodeclaims"]);
+            claims["items"]
+                .as_array()?
+                .iter()
+                .find(|c| {
+                    c["metadata"]["name"] != name.as_str()
+                        && c["status"]["providerID"].as_str().is_some()
+                })
+                .cloned()
+        },
+    );
+    // The figure for the record (the bound is the wait's: EC2 reclaims after 2 minutes).
+    eprintln!(
+        "replacement launched {:.1} s after the spot interruption warning",
+        warned.elapsed().as_secs_f64()
     );
     // The interrupted NodeClaim went at once (deleting, or gone after its drain).
     let old = kube.get_json(&["get", "nodeclaims"]);

@@ -856,11 +856,11 @@ async fn throttled_describe_calls_are_retried_with_backoff() {
 }
 
 /// The template a fleet request used, as EC2 holds it: its user data (decoded) and its
-/// block devices (name, GiB).
+/// block devices (name, GiB, initialization rate).
 async fn template_of_fleet(
     peer: &MotoPeer,
     fleet: &serde_json::Value,
-) -> (String, Vec<(String, i32)>) {
+) -> (String, Vec<(String, i32, Option<i32>)>) {
     let id = fleet["overrides"][0]["launch_template_id"]
         .as_str()
         .unwrap_or_else(|| panic!("{fleet}"));
@@ -887,6 +887,7 @@ async fn template_of_fleet(
             (
                 b.device_name().unwrap_or_default().to_string(),
                 b.ebs().and_then(|e| e.volume_size()).unwrap_or_default(),
+                b.ebs().and_then(|e| e.volume_initialization_rate()),
             )
         })
         .collect();
@@ -962,9 +963,41 @@ async fn every_ami_family_launches_with_its_own_bootstrap_and_default_volumes() 
         for m in markers {
             assert!(user_data.contains(m), "{family}: {m:?} not in\n{user_data}");
         }
-        let want: Vec<(String, i32)> = volumes.iter().map(|(d, s)| (d.to_string(), *s)).collect();
+        let want: Vec<(String, i32, Option<i32>)> = volumes
+            .iter()
+            .map(|(d, s)| (d.to_string(), *s, None))
+            .collect();
         assert_eq!(got_volumes, want, "{family}");
     }
+    // A volume filled from a snapshot at a set rate.
+    let ec2 = peer.ec2(true);
+    let volume = ec2
+        .create_volume()
+        .availability_zone("us-east-1a")
+        .size(40)
+        .send()
+        .await
+        .unwrap();
+    let snapshot = ec2
+        .create_snapshot()
+        .volume_id(volume.volume_id().unwrap())
+        .send()
+        .await
+        .unwrap();
+    let snapshot = snapshot.snapshot_id().unwrap();
+    handle.set_nodeclass(&nodeclass(&format!(
+        "  role: KarpenterNodeRole\n  blockDeviceMappings:\n  - deviceName: /dev/xvda\n    rootVolume: true\n    ebs: {{volumeSize: 40Gi, volumeType: gp3, snapshotID: {snapshot}, volumeInitializationRate: 150}}\n  amiSelectorTerms:\n  - alias: al2023@latest\n  subnetSelectorTerms:\n  - tags:\n      karpenter.sh/discovery: {CLUSTER}\n  securityGroupSelectorTerms:\n  - tags:\n      karpenter.sh/discovery: \"*\"\n"
+    )));
+    handle.resolve_all().await;
+    let req = request(&cloud, "web-rate", &["m5.large"], CapacityType::OnDemand);
+    cloud
+        .create(req)
+        .await
+        .expect("launch with a volume initialization rate");
+    let fleets = peer.fleets();
+    let last = fleets.as_array().unwrap().last().unwrap().clone();
+    let (_, volumes) = template_of_fleet(&peer, &last).await;
+    assert_eq!(volumes, [("/dev/xvda".to_string(), 40, Some(150))]);
     // A Bottlerocket userData that is not TOML fails the launch and says why.
     handle.set_nodeclass(&nodeclass(&format!(
         "  amiFamily: Bottlerocket\n  role: KarpenterNodeRole\n  userData: \"settings = [\"\n  amiSelectorTerms:\n  - id: {AL2023_X86_AMI}\n  subnetSelectorTerms:\n  - tags:\n      karpenter.sh/discovery: {CLUSTER}\n  securityGroupSelectorTerms:\n  - tags:\n      karpenter.sh/discovery: \"*\"\n"

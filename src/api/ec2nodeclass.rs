@@ -400,7 +400,8 @@ pub struct BlockDevice {
     /// Volume type.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub volume_type: Option<VolumeType>,
-    /// Snapshot initialization rate in MiB/s (kept, not acted on).
+    /// How fast EBS fills a volume created from a snapshot, in MiB/s (the launch
+    /// template's `VolumeInitializationRate`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 100, max = 300))]
     pub volume_initialization_rate: Option<i32>,

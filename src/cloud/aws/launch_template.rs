@@ -127,6 +127,7 @@ fn block_device(
                 .set_throughput(ebs.throughput.map(|t| t as i32))
                 .set_kms_key_id(ebs.kms_key_id.clone())
                 .set_snapshot_id(ebs.snapshot_id.clone())
+                .set_volume_initialization_rate(ebs.volume_initialization_rate)
                 .build(),
         );
     }
