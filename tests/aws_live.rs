@@ -679,3 +679,123 @@ async fn a_spot_interruption_on_the_queue_drains_the_node_and_a_replacement_laun
     }
     assert_eq!(run.terminate(), Some(0), "stderr:\n{}", run.stderr());
 }
+
+/// `/metrics` of a process, as a scraper reads it.
+fn scrape(addr: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).expect("connect to the endpoints");
+    write!(
+        s,
+        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out.split_once("\r\n\r\n")
+        .map_or("", |(_, b)| b)
+        .to_string()
+}
+
+/// The value of the sample whose line starts with `series`.
+fn sample(body: &str, series: &str) -> Option<f64> {
+    body.lines()
+        .find(|l| l.starts_with(series))
+        .and_then(|l| l.rsplit_once(' ')?.1.parse().ok())
+}
+
+/// The headless controller (leader election on, as deployed) reads the queue once it leads
+/// and serves upstream's interruption metrics: a state change for an instance no NodeClaim
+/// owns is counted as received (`instance_stopped`) and deleted, a malformed message is
+/// deleted without being counted as received, and the one handled message is timed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_controller_reads_the_queue_as_leader_and_serves_upstreams_interruption_metrics() {
+    let moto = MotoPeer::start();
+    aws_setup(&moto).await;
+    let sqs = moto.sqs();
+    let url = sqs
+        .create_queue()
+        .queue_name(QUEUE)
+        .send()
+        .await
+        .unwrap()
+        .queue_url()
+        .unwrap()
+        .to_string();
+    let kube = KubePeer::start();
+    kube.kubectl(&["apply", "-f", "-"], MANIFESTS);
+    let kubeconfig = kube.kubeconfig_path();
+    let endpoint = moto.endpoint();
+    let proc = Proc::start_with(
+        &[
+            "controller",
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+            "--namespace",
+            "default",
+            "--metrics-addr",
+            "127.0.0.1:0",
+            "--lease",
+            "3,2,0.5",
+            "--cloud",
+            "aws",
+            "--region",
+            "us-east-1",
+            "--aws-endpoint",
+            &endpoint,
+            "--cluster-name",
+            "e2e",
+            "--kubernetes-version",
+            "1.33",
+            "--interruption-queue",
+            QUEUE,
+        ],
+        &moto.env(),
+    );
+    let s = proc.wait_stderr("the endpoints' address", |s| s.contains("endpoints on "));
+    let addr = s
+        .lines()
+        .find_map(|l| l.split("endpoints on ").nth(1))
+        .unwrap()
+        .trim()
+        .to_string();
+    proc.wait_stderr("the queue watched", |s| {
+        s.contains("watching interruption queue")
+    });
+    send(
+        &sqs,
+        &url,
+        &eventbridge(
+            "aws.ec2",
+            "EC2 Instance State-change Notification",
+            r#"{"instance-id":"i-0000000000000dead","state":"stopping"}"#,
+        ),
+    )
+    .await;
+    send(&sqs, &url, "[1, 2").await;
+    let body = wait_for("both messages deleted", &proc, || {
+        let body = scrape(&addr);
+        (sample(&body, "karpenter_interruption_deleted_messages_total ") == Some(2.0))
+            .then_some(body)
+    });
+    assert_eq!(
+        sample(
+            &body,
+            r#"karpenter_interruption_received_messages_total{message_type="instance_stopped"} "#
+        ),
+        Some(1.0),
+        "{body}"
+    );
+    assert!(
+        !body.contains("karpenter_interruption_received_messages_total{message_type=\"no_op\"}"),
+        "{body}"
+    );
+    assert_eq!(
+        sample(
+            &body,
+            "karpenter_interruption_message_queue_duration_seconds_count "
+        ),
+        Some(1.0),
+        "{body}"
+    );
+    assert_eq!(queued(&sqs, &url).await, 0);
+}
