@@ -271,7 +271,7 @@ pub struct CloudArgs {
     /// AWS region (default: the AWS chain's: AWS_REGION, the profile, IMDS).
     #[arg(long, value_name = "REGION")]
     pub region: Option<String>,
-    /// One endpoint URL for EC2, SSM, IAM and SQS (an emulator; default: AWS's, or
+    /// One endpoint URL for EC2, SSM, IAM, SQS and Pricing (an emulator; default: AWS's, or
     /// AWS_ENDPOINT_URL).
     #[arg(long, value_name = "URL")]
     pub aws_endpoint: Option<String>,

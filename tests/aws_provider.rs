@@ -1052,3 +1052,76 @@ async fn ephemeral_storage_follows_the_instance_store_under_raid0_and_the_root_v
         "no instance store: the root volume"
     );
 }
+
+/// On-demand prices are the region's own, read from the Pricing API (GetProducts); until
+/// it answers, and in a region it has no prices for, the built-in us-east-1 table stands
+/// in and the provider says so. A refresh that fails keeps the prices last read. Before,
+/// every region was priced from the us-east-1 table, silently.
+#[tokio::test]
+async fn on_demand_prices_are_the_regions_own_and_the_fallback_says_so() {
+    let peer = MotoPeer::start();
+    peer.pricing(
+        "eu-west-1",
+        &[
+            ("m5.large", 0.107),
+            ("m5.xlarge", 0.214),
+            ("c5.large", 0.096),
+        ],
+    );
+    let mut opts = options(&peer);
+    opts.region = Some("eu-west-1".into());
+    let cloud = AwsCloud::connect(opts).await.expect("connect");
+    let h = cloud.handle();
+    let note = h
+        .prices_note()
+        .expect("built-in prices until the API answers");
+    assert!(
+        note.contains("us-east-1") && note.contains("not answered"),
+        "{note}"
+    );
+    assert!(
+        h.refresh_prices().await,
+        "the region's prices differ from us-east-1's"
+    );
+    h.refresh_catalog().await.expect("catalog");
+    assert_eq!(h.prices_note(), None);
+    assert_eq!(
+        h.price("m5.large", "eu-west-1a", CapacityType::OnDemand),
+        Some(0.107)
+    );
+    assert_eq!(
+        h.price("m5.xlarge", "eu-west-1b", CapacityType::OnDemand),
+        Some(0.214)
+    );
+    // A type the region's price list does not have is not offered on demand.
+    assert_eq!(
+        h.price("r5.large", "eu-west-1a", CapacityType::OnDemand),
+        None
+    );
+
+    // The API failing (more throttled answers than the SDK retries) keeps what was read.
+    peer.throttle("GetProducts", 6);
+    assert!(!h.refresh_prices().await);
+    assert_eq!(h.prices_note(), None);
+    assert_eq!(
+        h.price("m5.large", "eu-west-1a", CapacityType::OnDemand),
+        Some(0.107)
+    );
+
+    // A region the API has no prices for: the built-in table, and why.
+    let mut opts = options(&peer);
+    opts.region = Some("ap-southeast-2".into());
+    let cloud = AwsCloud::connect(opts).await.expect("connect");
+    let h = cloud.handle();
+    assert!(!h.refresh_prices().await);
+    let note = h.prices_note().expect("fallback");
+    assert!(
+        note.contains("no on-demand prices for region ap-southeast-2"),
+        "{note}"
+    );
+    assert_eq!(
+        h.price("m5.large", "ap-southeast-2a", CapacityType::OnDemand),
+        Some(0.096),
+        "us-east-1's price"
+    );
+}

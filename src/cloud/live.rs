@@ -68,6 +68,13 @@ impl CloudProvider for LiveCloud {
         }
     }
 
+    fn prices_note(&self) -> Option<String> {
+        match self {
+            LiveCloud::Kwok(c) => c.prices_note(),
+            LiveCloud::Aws(c) => c.prices_note(),
+        }
+    }
+
     fn acknowledge(&mut self, handled: &[Interruption]) {
         match self {
             LiveCloud::Kwok(c) => c.acknowledge(handled),

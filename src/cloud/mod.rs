@@ -214,6 +214,12 @@ pub trait CloudProvider: Send {
         0
     }
 
+    /// Said about the prices in use when they are not the region's own (the AWS provider
+    /// before or without the Pricing API), for the console.
+    fn prices_note(&self) -> Option<String> {
+        None
+    }
+
     /// Why a pool can launch nothing (its NodeClass is missing or not ready), for the
     /// console's explanations.
     fn unlaunchable(&self, _pool: &NodePool) -> Option<String> {

@@ -1,4 +1,4 @@
-//! An EC2 + SSM + IAM + SQS endpoint on 127.0.0.1 for the AWS provider's tests: moto (PyPI, an
+//! An EC2 + SSM + IAM + SQS (+ Pricing) endpoint on 127.0.0.1 for the AWS provider's tests: moto (PyPI, an
 //! AWS emulator) with the adapter in moto_server.py, in a venv cached under
 //! `$HOME/.cache/karpenter-tui/peers/moto-venv`. Each `MotoPeer` is a fresh, empty account
 //! (moto's 123456789012) in its own process, killed on drop. Without Python or PyPI the
@@ -157,6 +157,21 @@ impl MotoPeer {
                 .behavior_version(BehaviorVersion::latest())
                 .build(),
         )
+    }
+
+    /// Sets a region's on-demand price table for the Pricing API stand-in (item 14).
+    #[allow(dead_code)]
+    pub fn pricing(&self, region: &str, prices: &[(&str, f64)]) {
+        let prices: serde_json::Map<String, Value> = prices
+            .iter()
+            .map(|(t, p)| (t.to_string(), json!(p)))
+            .collect();
+        let answer = self.control(
+            "POST",
+            "pricing",
+            Some(&json!({"region": region, "prices": prices})),
+        );
+        assert_eq!(answer["count"], prices.len(), "{answer}");
     }
 
     /// An SQS client for the peer (the interruption queue's tests send EventBridge

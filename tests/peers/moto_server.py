@@ -1,4 +1,5 @@
-"""An EC2 + SSM + IAM + SQS peer for the AWS provider's tests: moto 5.2.5 plus a small adapter.
+"""An EC2 + SSM + IAM + SQS (+ Pricing) peer for the AWS provider's tests: moto 5.2.5 plus a
+small adapter (moto has no Pricing API; item 14 stands in for it).
 
 Usage: python moto_server.py PORT   (0 = any free port; prints "listening on PORT")
 
@@ -166,6 +167,21 @@ body may name "region" (default us-east-1) for ssm and ami.
     {KEY: VALUE} (optional), "owner": "602401143452" (default; that owner gets the alias
     "amazon" and is public)} registers an available image with the deterministic id of
     (1) and answers {"image_id": "ami-..."}.
+14. The Pricing API, which moto lacks. `AWSPriceListService.GetProducts` (JSON 1.1, SigV4
+    service "pricing") is answered here for ServiceCode AmazonEC2: one price-list item per
+    instance type of the region's table, as a JSON string: {"product": {"productFamily",
+    "attributes": {"instanceType", "regionCode", "tenancy", "operatingSystem",
+    "preInstalledSw", "capacitystatus", "marketoption"}}, "terms": {"OnDemand":
+    {"SKU.TERM": {"priceDimensions": {"SKU.TERM.DIM": {"unit": "Hrs", "pricePerUnit":
+    {"USD": "0.0960000000"}}}}}}}. The table of us-east-1 is the catalog's `on_demand`
+    prices (../../data/catalog/us-east-1.json); other regions have none until `POST
+    /_peer/pricing` {"region": "eu-west-1", "prices": {"m5.large": 0.107, ...}} sets one
+    (answers {"region", "count"}). Filters (TERM_MATCH): regionCode selects the table;
+    tenancy Dedicated with productFamily "Compute Instance (bare metal)" answers the
+    `.metal` types, tenancy Shared with "Compute Instance" the others; the other fields
+    must equal the item's attributes (Linux, NA, Used, OnDemand). MaxResults (default and
+    cap 100) and NextToken (an offset) page it. Throttling (11) applies to GetProducts as
+    to any action, answered as SSM's is (HTTP 400 ThrottlingException).
 """
 
 from __future__ import annotations
@@ -222,6 +238,16 @@ LOCK = threading.RLock()
 # --- shared state of the test controls -------------------------------------------------
 
 
+def load_on_demand_prices() -> dict[str, float]:
+    with open(CATALOG, encoding="utf-8") as f:
+        catalog = json.load(f)
+    return {
+        it["name"]: it["on_demand"]
+        for it in catalog["instance_types"]
+        if it.get("on_demand")
+    }
+
+
 class State:
     def __init__(self) -> None:
         self.ice: list[dict] = []
@@ -229,6 +255,9 @@ class State:
         self.requests: list[dict] = []
         self.fleets: list[dict] = []
         self.seeded: set[str] = set()
+        self.pricing: dict[str, dict[str, float]] = {
+            CATALOG_REGION: load_on_demand_prices()
+        }
         self.ami_ids: set[tuple[str, str]] = set()
 
 
@@ -923,6 +952,76 @@ def throttled_response(service: str):
     return "503 Service Unavailable", [("Content-Type", "text/xml")], body
 
 
+def price_item(region: str, name: str, price: float) -> str:
+    metal = name.endswith(".metal") or ".metal-" in name
+    sku = hashlib.sha256(f"{region}/{name}".encode()).hexdigest()[:16].upper()
+    term = f"{sku}.JRTCKXETXF"
+    return json.dumps(
+        {
+            "product": {
+                "productFamily": "Compute Instance (bare metal)"
+                if metal
+                else "Compute Instance",
+                "sku": sku,
+                "attributes": {
+                    "instanceType": name,
+                    "regionCode": region,
+                    "tenancy": "Dedicated" if metal else "Shared",
+                    "operatingSystem": "Linux",
+                    "preInstalledSw": "NA",
+                    "capacitystatus": "Used",
+                    "marketoption": "OnDemand",
+                    "servicecode": "AmazonEC2",
+                },
+            },
+            "serviceCode": "AmazonEC2",
+            "terms": {
+                "OnDemand": {
+                    term: {
+                        "priceDimensions": {
+                            f"{term}.6YS6EN2CT7": {
+                                "unit": "Hrs",
+                                "pricePerUnit": {"USD": f"{price:.10f}"},
+                            }
+                        },
+                        "sku": sku,
+                    }
+                }
+            },
+        }
+    )
+
+
+def get_products(body: bytes) -> tuple[str, list, str]:
+    """14: GetProducts over the region tables."""
+    request = json.loads(body or b"{}")
+    if request.get("ServiceCode") != "AmazonEC2":
+        answer = {"FormatVersion": "aws_v1", "PriceList": []}
+        return "200 OK", [("Content-Type", "application/x-amz-json-1.1")], json.dumps(answer)
+    wanted = {
+        f["Field"]: f["Value"]
+        for f in request.get("Filters", [])
+        if f.get("Type", "TERM_MATCH") == "TERM_MATCH"
+    }
+    region = wanted.pop("regionCode", None)
+    wanted.pop("serviceCode", None)
+    with LOCK:
+        table = dict(STATE.pricing.get(region or "", {}))
+    items = []
+    for name in sorted(table):
+        item = price_item(region, name, table[name])
+        product = json.loads(item)["product"]
+        attrs = dict(product["attributes"], productFamily=product["productFamily"])
+        if all(attrs.get(k) == v for k, v in wanted.items()):
+            items.append(item)
+    size = min(int(request.get("MaxResults") or 100), 100)
+    start = int(request.get("NextToken") or 0)
+    answer = {"FormatVersion": "aws_v1", "PriceList": items[start : start + size]}
+    if start + size < len(items):
+        answer["NextToken"] = str(start + size)
+    return "200 OK", [("Content-Type", "application/x-amz-json-1.1")], json.dumps(answer)
+
+
 class Peer:
     def __init__(self, app) -> None:
         self.app = app
@@ -947,7 +1046,14 @@ class Peer:
             )
             del STATE.requests[:-5000]
         if throttled:
-            status, headers, text = throttled_response(service or "ec2")
+            status, headers, text = throttled_response(
+                "ssm" if service == "pricing" else service or "ec2"
+            )
+            data = text.encode()
+            start_response(status, headers + [("Content-Length", str(len(data)))])
+            return [data]
+        if service == "pricing" and action == "GetProducts":
+            status, headers, text = get_products(body)
             data = text.encode()
             start_response(status, headers + [("Content-Length", str(len(data)))])
             return [data]
@@ -1021,6 +1127,10 @@ class Peer:
                     "value": body["value"],
                     "version": version,
                 }
+            if name == "pricing" and method == "POST":
+                prices = {k: float(v) for k, v in body["prices"].items()}
+                STATE.pricing[body["region"]] = prices
+                return 200, {"region": body["region"], "count": len(prices)}
             if name == "ami" and method == "POST":
                 ami_id = register_ami(
                     region,

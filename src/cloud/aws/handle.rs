@@ -20,6 +20,8 @@ pub(super) struct Shared {
     /// Each instance type's instance store (EC2's TotalSizeInGB), from the last catalog
     /// refresh: a RAID0 NodeClass's ephemeral storage.
     pub(super) instance_stores: RwLock<Arc<HashMap<String, i64>>>,
+    /// On-demand prices: the Pricing API's for the region, or the built-in table.
+    pub(super) on_demand: RwLock<Arc<pricing::OnDemand>>,
     /// Interruption notices between the queue task and the controller.
     pub(super) inbox: Mutex<interruption::Inbox>,
     /// Wakes the queue's deleter: notices were handled.
@@ -72,6 +74,57 @@ impl AwsHandle {
         self.shared.facts.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    pub(super) fn on_demand(&self) -> Arc<pricing::OnDemand> {
+        self.shared
+            .on_demand
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Said while on-demand prices are the built-in us-east-1 table (why, too).
+    pub fn prices_note(&self) -> Option<String> {
+        self.on_demand().source.note()
+    }
+
+    /// Reads the region's on-demand prices from the Pricing API. On a failure the prices
+    /// last read stay (the built-in table until one succeeded) and the reason is kept for
+    /// the note. True when the prices changed (the catalog is then built again).
+    pub async fn refresh_prices(&self) -> bool {
+        let region = self.clients.region.clone();
+        let read = pricing::fetch(&self.clients.pricing, &region).await;
+        let mut current = self
+            .shared
+            .on_demand
+            .write()
+            .unwrap_or_else(|e| e.into_inner());
+        let next = match read {
+            Ok(prices) => {
+                tracing::info!(
+                    "on-demand prices: {} instance types from the Pricing API for {region}",
+                    prices.len()
+                );
+                pricing::OnDemand {
+                    prices,
+                    source: pricing::Source::PricingApi { region },
+                }
+            }
+            Err(e) => {
+                tracing::warn!("on-demand prices: {e}; keeping the prices last read");
+                match &current.source {
+                    pricing::Source::PricingApi { .. } => return false,
+                    pricing::Source::BuiltIn { .. } => pricing::OnDemand {
+                        prices: current.prices.clone(),
+                        source: pricing::Source::BuiltIn { why: e.0 },
+                    },
+                }
+            }
+        };
+        let changed = current.prices != next.prices;
+        *current = Arc::new(next);
+        changed
+    }
+
     pub(super) fn instance_stores(&self) -> Arc<HashMap<String, i64>> {
         self.shared
             .instance_stores
@@ -95,9 +148,9 @@ impl AwsHandle {
         let infos = instance_types::describe_types(ec2).await?;
         let zones = instance_types::describe_offerings(ec2).await?;
         let spot = instance_types::describe_spot_prices(ec2).await?;
-        let on_demand = instance_types::builtin_on_demand();
+        let on_demand = self.on_demand();
         let catalog = instance_types::catalog(&self.clients.region, &infos, &zones, &spot, &|t| {
-            on_demand.get(t).copied()
+            on_demand.prices.get(t).copied()
         })?;
         let n = catalog.instance_types.len();
         let stores: HashMap<String, i64> = infos
@@ -256,8 +309,9 @@ impl AwsHandle {
         self.nodeclasses().get(name).map(|s| s.resolved.clone())
     }
 
-    /// Keeps the catalog and the NodeClasses fresh until the process ends: instance types
-    /// every [`CATALOG_REFRESH`], NodeClasses every [`NODECLASS_REFRESH`]. `statuses`
+    /// Keeps the catalog and the NodeClasses fresh until the process ends: on-demand
+    /// prices at once and every [`pricing::REFRESH`], instance types every
+    /// [`CATALOG_REFRESH`], NodeClasses every [`NODECLASS_REFRESH`]. `statuses`
     /// receives what changed; `wake` is told when launch options may have changed.
     pub fn spawn_refreshers(
         &self,
@@ -265,6 +319,21 @@ impl AwsHandle {
         wake: Arc<tokio::sync::Notify>,
         nodeclass_changed: Arc<tokio::sync::Notify>,
     ) {
+        let h = self.clone();
+        let w = wake.clone();
+        tokio::spawn(async move {
+            loop {
+                if h.refresh_prices().await {
+                    match h.refresh_catalog().await {
+                        Ok(n) => tracing::debug!("repriced {n} EC2 instance types"),
+                        Err(e) => tracing::warn!("repricing EC2 instance types: {e}"),
+                    }
+                }
+                // The prices' source may have changed even when the prices did not.
+                w.notify_one();
+                tokio::time::sleep(pricing::REFRESH).await;
+            }
+        });
         let h = self.clone();
         let w = wake.clone();
         tokio::spawn(async move {

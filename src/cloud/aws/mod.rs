@@ -24,6 +24,7 @@ pub mod interruption;
 mod launch;
 pub mod launch_template;
 pub mod nodeclass;
+pub mod pricing;
 pub mod user_data;
 pub mod watch;
 
@@ -72,7 +73,8 @@ pub const NODECLASS_REFRESH: Duration = Duration::from_secs(60);
 pub struct AwsOptions {
     /// `--region`; else the standard chain (AWS_REGION, profile, IMDS).
     pub region: Option<String>,
-    /// `--aws-endpoint`: one endpoint for EC2, SSM, IAM and SQS (an emulator in tests).
+    /// `--aws-endpoint`: one endpoint for EC2, SSM, IAM, SQS and Pricing (an emulator in
+    /// tests).
     pub endpoint: Option<String>,
     pub cluster: ClusterInfo,
     /// The cluster's minor Kubernetes version ("1.33"), which AMI aliases are keyed by.
@@ -89,6 +91,8 @@ pub struct Clients {
     pub ssm: aws_sdk_ssm::Client,
     pub iam: aws_sdk_iam::Client,
     pub sqs: aws_sdk_sqs::Client,
+    /// Asked in the Pricing API's own region ([`pricing::api_region`]).
+    pub pricing: aws_sdk_pricing::Client,
     pub region: String,
 }
 
@@ -129,6 +133,11 @@ impl Clients {
             ssm: aws_sdk_ssm::Client::new(&config),
             iam: aws_sdk_iam::Client::new(&config),
             sqs: aws_sdk_sqs::Client::new(&config),
+            pricing: aws_sdk_pricing::Client::from_conf(
+                aws_sdk_pricing::config::Builder::from(&config)
+                    .region(Region::new(pricing::api_region(&region)))
+                    .build(),
+            ),
             region,
         })
     }
@@ -306,6 +315,11 @@ impl CloudProvider for AwsCloud {
     /// `--interruption-queue`: garbage collection then notices a reclaimed instance).
     fn interruptions(&mut self) -> Vec<Interruption> {
         self.handle.inbox().take()
+    }
+
+    /// Said while on-demand prices are the built-in us-east-1 table.
+    fn prices_note(&self) -> Option<String> {
+        self.handle.prices_note()
     }
 
     /// Their queue messages are deleted now.

@@ -63,6 +63,8 @@ pub struct Snapshot {
     /// When the embedded scenario's timeline plays its last event (None outside a
     /// simulation): after it, the cluster stays live but nothing more is scripted.
     pub scenario_end: Option<DateTime<Utc>>,
+    /// Said when the prices behind the costs are not the region's own (a fallback table).
+    pub prices_note: Option<String>,
 }
 
 impl Snapshot {
@@ -86,6 +88,7 @@ impl Snapshot {
             trends: Trends::default(),
             next_round: at,
             scenario_end: None,
+            prices_note: None,
         }
     }
 
@@ -119,6 +122,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             trends: self.trends.clone(),
             next_round: self.next_wake().max(self.now()),
             scenario_end: self.scenario_end,
+            prices_note: self.cloud.prices_note(),
         }
     }
 

@@ -482,3 +482,23 @@ fn history_names_who_did_what() {
         "{a}"
     );
 }
+
+/// Costs priced from a fallback table (the AWS provider before or without the Pricing
+/// API) say so on the Cost panel; the region's own prices carry no mark.
+#[tokio::test]
+async fn costs_from_fallback_prices_are_marked_on_the_cost_panel() {
+    let mut app = app_at(View::Overview).await;
+    let text = screen(&mut app, 120, 30);
+    assert!(!text.contains("fallback prices"), "{text}");
+    let snap = demo::snapshot(demo::moment(View::Overview)).await.unwrap();
+    let marked = Arc::new(Snapshot {
+        prices_note: Some(
+            "on-demand prices are the built-in us-east-1 table (fallback): GetProducts: denied"
+                .into(),
+        ),
+        ..(*snap).clone()
+    });
+    app.on_snapshot(marked);
+    let text = screen(&mut app, 120, 30);
+    assert!(text.contains("fallback prices"), "{text}");
+}

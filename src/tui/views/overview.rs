@@ -42,6 +42,8 @@ pub struct PoolLine {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Data {
     pub cost: f64,
+    /// Why the prices behind `cost` are a fallback (not the region's own), if they are.
+    pub prices_note: Option<String>,
     pub nodes: usize,
     pub launching: usize,
     pub not_ready: usize,
@@ -109,7 +111,10 @@ pub struct PoolStrip {
 
 impl Data {
     pub fn build(s: &Snapshot) -> Data {
-        let mut d = Data::default();
+        let mut d = Data {
+            prices_note: s.prices_note.clone(),
+            ..Data::default()
+        };
         let mut pools: BTreeMap<&str, PoolLine> = s
             .state
             .nodepools
@@ -389,10 +394,12 @@ fn render_figures(frame: &mut Frame, top: Rect, d: &Data, styles: &Styles) {
             ),
         ]));
     }
-    frame.render_widget(
-        Paragraph::new(cost_lines).block(panel("Cost", None, styles)),
-        cost,
-    );
+    // Prices that are not the region's own say so on the panel (the log has why).
+    let mut block = panel("Cost", None, styles);
+    if d.prices_note.is_some() {
+        block = block.title_bottom(Line::from(Span::styled(" fallback prices ", styles.warn)));
+    }
+    frame.render_widget(Paragraph::new(cost_lines).block(block), cost);
 
     let count =
         |n: usize, style| Span::styled(n.to_string(), if n > 0 { style } else { styles.muted });
