@@ -431,6 +431,18 @@ fn uuid_like() -> String {
     format!("{:032x}", fastrand::u128(..))
 }
 
+/// The interruption queue, created as the CloudFormation in docs/aws.md creates it.
+async fn create_queue(sqs: &aws_sdk_sqs::Client) -> String {
+    sqs.create_queue()
+        .queue_name(QUEUE)
+        .send()
+        .await
+        .unwrap()
+        .queue_url()
+        .unwrap()
+        .to_string()
+}
+
 async fn send(sqs: &aws_sdk_sqs::Client, url: &str, body: &str) -> String {
     let out = sqs
         .send_message()
@@ -481,15 +493,7 @@ async fn a_spot_interruption_on_the_queue_drains_the_node_and_a_replacement_laun
     let moto = MotoPeer::start();
     aws_setup(&moto).await;
     let sqs = moto.sqs();
-    let url = sqs
-        .create_queue()
-        .queue_name(QUEUE)
-        .send()
-        .await
-        .unwrap()
-        .queue_url()
-        .unwrap()
-        .to_string();
+    let url = create_queue(&sqs).await;
     moto.throttle("ReceiveMessage", 8);
     let kube = KubePeer::start();
     kube.start_scheduler(0.0, 0.0);
@@ -680,22 +684,6 @@ async fn a_spot_interruption_on_the_queue_drains_the_node_and_a_replacement_laun
     assert_eq!(run.terminate(), Some(0), "stderr:\n{}", run.stderr());
 }
 
-/// `/metrics` of a process, as a scraper reads it.
-fn scrape(addr: &str) -> String {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(addr).expect("connect to the endpoints");
-    write!(
-        s,
-        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    out.split_once("\r\n\r\n")
-        .map_or("", |(_, b)| b)
-        .to_string()
-}
-
 /// The value of the sample whose line starts with `series`.
 fn sample(body: &str, series: &str) -> Option<f64> {
     body.lines()
@@ -712,30 +700,14 @@ async fn the_controller_reads_the_queue_as_leader_and_serves_upstreams_interrupt
     let moto = MotoPeer::start();
     aws_setup(&moto).await;
     let sqs = moto.sqs();
-    let url = sqs
-        .create_queue()
-        .queue_name(QUEUE)
-        .send()
-        .await
-        .unwrap()
-        .queue_url()
-        .unwrap()
-        .to_string();
+    let url = create_queue(&sqs).await;
     let kube = KubePeer::start();
     kube.kubectl(&["apply", "-f", "-"], MANIFESTS);
     let kubeconfig = kube.kubeconfig_path();
     let endpoint = moto.endpoint();
-    let proc = Proc::start_with(
+    let ctl = proc::controller_with(
+        kubeconfig.to_str().unwrap(),
         &[
-            "controller",
-            "--kubeconfig",
-            kubeconfig.to_str().unwrap(),
-            "--namespace",
-            "default",
-            "--metrics-addr",
-            "127.0.0.1:0",
-            "--lease",
-            "3,2,0.5",
             "--cloud",
             "aws",
             "--region",
@@ -751,14 +723,8 @@ async fn the_controller_reads_the_queue_as_leader_and_serves_upstreams_interrupt
         ],
         &moto.env(),
     );
-    let s = proc.wait_stderr("the endpoints' address", |s| s.contains("endpoints on "));
-    let addr = s
-        .lines()
-        .find_map(|l| l.split("endpoints on ").nth(1))
-        .unwrap()
-        .trim()
-        .to_string();
-    proc.wait_stderr("the queue watched", |s| {
+    let addr = proc::endpoints_of(&ctl);
+    ctl.wait_stderr("the queue watched", |s| {
         s.contains("watching interruption queue")
     });
     send(
@@ -772,8 +738,8 @@ async fn the_controller_reads_the_queue_as_leader_and_serves_upstreams_interrupt
     )
     .await;
     send(&sqs, &url, "[1, 2").await;
-    let body = wait_for("both messages deleted", &proc, || {
-        let body = scrape(&addr);
+    let body = wait_for("both messages deleted", &ctl, || {
+        let body = proc::scrape(&addr);
         (sample(&body, "karpenter_interruption_deleted_messages_total ") == Some(2.0))
             .then_some(body)
     });

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use kube_peer::KubePeer;
 use objects::{empty_node, nodepool};
-use proc::{Proc, controller};
+use proc::{Proc, controller, endpoints_of};
 use serde_json::Value;
 use tmux::Tmux;
 
@@ -166,15 +166,6 @@ fn leader_of(p: &Proc) -> Option<String> {
             .strip_suffix(" leads")
             .map(str::to_string)
     })
-}
-
-fn endpoints_of(p: &Proc) -> String {
-    let s = p.wait_stderr("the endpoints' address", |s| s.contains("endpoints on "));
-    s.lines()
-        .find_map(|l| l.split("endpoints on ").nth(1))
-        .unwrap()
-        .trim()
-        .to_string()
 }
 
 #[test]

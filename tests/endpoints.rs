@@ -382,6 +382,13 @@ async fn metrics_cover_upstreams_dashboards_with_upstreams_labels_and_values() {
             decisions += 1;
             disrupted += nodeclaims.len();
         }
+        // A NodeClaim deleted on an interruption notice counts too, with the notice's
+        // kind as the reason (the demo's spot interruption), as upstream counts it.
+        karpenter_tui::control::events::EventKind::Interrupted { reason, .. }
+            if reason == "spot_interrupted" =>
+        {
+            disrupted += 1;
+        }
         _ => {}
     };
     let until = sim.start() + TimeDelta::minutes(30);
@@ -511,6 +518,13 @@ async fn metrics_cover_upstreams_dashboards_with_upstreams_labels_and_values() {
     assert_eq!(
         sum("karpenter_nodeclaims_disrupted_total"),
         disrupted as f64
+    );
+    assert!(
+        samples
+            .keys()
+            .any(|k| k
+                .starts_with("karpenter_nodeclaims_disrupted_total{reason=\"spot_interrupted\"")),
+        "{body}"
     );
     has_labels("karpenter_nodes_terminated_total", &["nodepool", "zone"]);
     assert!(sum("karpenter_nodes_terminated_total") >= 1.0, "{body}");

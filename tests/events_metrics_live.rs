@@ -13,13 +13,11 @@ mod proc;
 #[path = "peers/wait.rs"]
 mod wait;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::Duration;
 
 use kube_peer::KubePeer;
 use objects::{named_nodepool, nodepool, pending_pod};
-use proc::{Proc, controller};
+use proc::{controller, endpoints_of, scrape};
 use serde_json::Value;
 
 /// Bounds every wait; nothing asserts on elapsed time.
@@ -48,29 +46,6 @@ fn expect_event(peer: &KubePeer, reason: &str, kind: &str, name: &str, type_: &s
     });
     assert_eq!(e["type"], type_, "{e}");
     e
-}
-
-fn metrics(addr: &str) -> String {
-    let mut s = TcpStream::connect(addr).expect("connect to the endpoints");
-    write!(
-        s,
-        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    out.split_once("\r\n\r\n")
-        .map_or("", |(_, b)| b)
-        .to_string()
-}
-
-fn endpoints_of(p: &Proc) -> String {
-    let s = p.wait_stderr("the endpoints' address", |s| s.contains("endpoints on "));
-    s.lines()
-        .find_map(|l| l.split("endpoints on ").nth(1))
-        .unwrap()
-        .trim()
-        .to_string()
 }
 
 /// The value of the first sample whose series starts with `prefix` and contains every
@@ -185,7 +160,7 @@ fn events_land_on_upstreams_objects_and_metrics_name_the_live_nodes() {
 
     // The scrape names the live node and counts it.
     let body = eventually("the node in karpenter_nodes_allocatable", || {
-        let b = metrics(&addr);
+        let b = scrape(&addr);
         b.contains(&format!(
             "karpenter_nodes_allocatable{{node_name=\"{node}\""
         ))
@@ -257,7 +232,7 @@ fn events_land_on_upstreams_objects_and_metrics_name_the_live_nodes() {
             .then_some(())
     });
     let body = eventually("the node counted as terminated", || {
-        let b = metrics(&addr);
+        let b = scrape(&addr);
         sample(
             &b,
             "karpenter_nodes_terminated_total{",

@@ -144,6 +144,12 @@ impl Drop for Proc {
 /// its endpoints on any free port.
 #[allow(dead_code)]
 pub fn controller(kubeconfig: &str, extra: &[&str]) -> Proc {
+    controller_with(kubeconfig, extra, &[])
+}
+
+/// [`controller`] with environment variables (an AWS emulator's credentials).
+#[allow(dead_code)]
+pub fn controller_with(kubeconfig: &str, extra: &[&str], env: &[(String, String)]) -> Proc {
     let mut args = vec![
         "controller",
         "--kubeconfig",
@@ -156,5 +162,33 @@ pub fn controller(kubeconfig: &str, extra: &[&str]) -> Proc {
         "3,2,0.5",
     ];
     args.extend(extra);
-    Proc::start(&args)
+    Proc::start_with(&args, env)
+}
+
+/// Where a controller serves /metrics, /healthz and /readyz (it says so on stderr).
+#[allow(dead_code)]
+pub fn endpoints_of(p: &Proc) -> String {
+    let s = p.wait_stderr("the endpoints' address", |s| s.contains("endpoints on "));
+    s.lines()
+        .find_map(|l| l.split("endpoints on ").nth(1))
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+/// `/metrics` at `addr`, as a scraper reads it.
+#[allow(dead_code)]
+pub fn scrape(addr: &str) -> String {
+    use std::io::Write;
+    let mut s = std::net::TcpStream::connect(addr).expect("connect to the endpoints");
+    write!(
+        s,
+        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out.split_once("\r\n\r\n")
+        .map_or("", |(_, b)| b)
+        .to_string()
 }
