@@ -3,6 +3,7 @@
 //! the AWS provider implements the same trait.
 
 pub mod aws;
+pub mod interruption_metrics;
 pub mod kwok;
 pub mod live;
 pub mod prices;

@@ -20,7 +20,7 @@
 //! `controller_runtime_reconcile_time_seconds{controller}` and
 //! `leader_election_master_status{name}`, the gauges derived from the cluster state
 //! ([`cluster`]: per node, pod and NodePool), the AWS provider's interruption queue
-//! metrics ([`interruption`]), plus `karpenter_tui_pending_decisions` for the approval
+//! metrics (`cloud::interruption_metrics`), plus `karpenter_tui_pending_decisions` for the approval
 //! gate, which upstream has no notion of.
 //!
 //! Label values are cased as upstream writes them, which is not the same everywhere:
@@ -32,7 +32,6 @@
 //! them while the `/metrics` endpoint encodes them from another task.
 
 pub mod cluster;
-pub mod interruption;
 pub mod summary;
 
 use std::sync::Arc;
@@ -343,7 +342,7 @@ impl Metrics {
             "Disruption decisions waiting in the approval gate",
             pending.clone(),
         );
-        interruption::INTERRUPTION.register(&mut registry);
+        crate::cloud::interruption_metrics::INTERRUPTION.register(&mut registry);
         Metrics {
             registry: Arc::new(registry),
             decisions,
@@ -590,5 +589,30 @@ impl Metrics {
         self.pod_startup.encode(&mut summaries);
         out.insert_str(eof, &summaries);
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cloud::interruption_metrics::INTERRUPTION;
+
+    #[test]
+    fn the_queue_and_its_deletions_are_served_under_upstream_names() {
+        let m = Metrics::new();
+        // Process-wide: other tests count too, so only what this one adds is certain.
+        INTERRUPTION.received("capacity_reservation_interrupted");
+        INTERRUPTION.deleted();
+        INTERRUPTION.handled_after(3.0);
+        m.interrupted("spot_interrupted", "default", "spot");
+        let text = m.encode();
+        for needle in [
+            r#"karpenter_interruption_received_messages_total{message_type="capacity_reservation_interrupted"} "#,
+            "karpenter_interruption_deleted_messages_total ",
+            r#"karpenter_interruption_message_queue_duration_seconds_bucket{le="450.0"} "#,
+            r#"karpenter_nodeclaims_disrupted_total{reason="spot_interrupted",nodepool="default",capacity_type="spot"} 1"#,
+        ] {
+            assert!(text.contains(needle), "missing {needle} in\n{text}");
+        }
     }
 }

@@ -26,7 +26,7 @@ use tokio::sync::{Notify, watch};
 
 use super::AwsHandle;
 use crate::cloud::Interruption;
-use crate::control::metrics::interruption::INTERRUPTION;
+use crate::cloud::interruption_metrics::INTERRUPTION;
 
 /// Upstream's receive: at most 10 messages, a 20 s long poll, hidden from other readers
 /// for 20 s.

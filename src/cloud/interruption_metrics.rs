@@ -1,13 +1,13 @@
-//! The interruption queue's metrics, under the AWS provider's names
+//! An interruption queue's metrics, under the AWS provider's names
 //! (`pkg/controllers/interruption/metrics.go`):
 //! `karpenter_interruption_received_messages_total{message_type}`,
 //! `karpenter_interruption_deleted_messages_total` and
 //! `karpenter_interruption_message_queue_duration_seconds`.
 //!
 //! The queue is read by a task of the AWS provider, which has no handle on the
-//! controller's [`super::Metrics`] (the endpoints may start after it). A process reads
-//! at most one queue, so these are process-wide, as upstream's registry is, and every
-//! [`super::Metrics`] registers them.
+//! controller's metrics registry (a higher layer, and the endpoints may start after it).
+//! A process reads at most one queue, so these are process-wide, as upstream's registry
+//! is, and every `control::metrics::Metrics` registers them.
 
 use std::sync::LazyLock;
 
@@ -66,7 +66,8 @@ impl InterruptionMetrics {
         self.latency.observe(seconds.max(0.0));
     }
 
-    pub(super) fn register(&self, registry: &mut Registry) {
+    /// Adds the three families to a metrics registry.
+    pub fn register(&self, registry: &mut Registry) {
         registry.register(
             "karpenter_interruption_received_messages",
             "Count of messages received from the SQS queue. Broken down by message type and whether the message was actionable.",
@@ -82,30 +83,5 @@ impl InterruptionMetrics {
             "Amount of time an interruption message is on the queue before it is processed by karpenter.",
             self.latency.clone(),
         );
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::control::metrics::Metrics;
-
-    #[test]
-    fn the_queue_and_its_deletions_are_served_under_upstream_names() {
-        let m = Metrics::new();
-        // Process-wide: other tests count too, so only what this one adds is certain.
-        INTERRUPTION.received("capacity_reservation_interrupted");
-        INTERRUPTION.deleted();
-        INTERRUPTION.handled_after(3.0);
-        m.interrupted("spot_interrupted", "default", "spot");
-        let text = m.encode();
-        for needle in [
-            r#"karpenter_interruption_received_messages_total{message_type="capacity_reservation_interrupted"} "#,
-            "karpenter_interruption_deleted_messages_total ",
-            r#"karpenter_interruption_message_queue_duration_seconds_bucket{le="450.0"} "#,
-            r#"karpenter_nodeclaims_disrupted_total{reason="spot_interrupted",nodepool="default",capacity_type="spot"} 1"#,
-        ] {
-            assert!(text.contains(needle), "missing {needle} in\n{text}");
-        }
     }
 }
