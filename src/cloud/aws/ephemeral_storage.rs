@@ -110,11 +110,9 @@ mod tests {
         );
         assert_eq!(bytes_for(&device, None), 80 * GI);
         // Bottlerocket keeps data on /dev/xvdb; Custom takes the last mapping.
-        let br = spec(
+        let mut br = spec(
             "amiFamily: Bottlerocket\nblockDeviceMappings:\n- deviceName: /dev/xvda\n  ebs: {volumeSize: 4Gi}\n- deviceName: /dev/xvdb\n  ebs: {volumeSize: 120Gi}\n",
-        )
-        .clone();
-        let mut br = br;
+        );
         br.ami_selector_terms[0].alias = None;
         br.ami_selector_terms[0].id = Some("ami-1".into());
         assert_eq!(bytes_for(&br, None), 120 * GI);
