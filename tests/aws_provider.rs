@@ -1125,3 +1125,294 @@ async fn on_demand_prices_are_the_regions_own_and_the_fallback_says_so() {
         "us-east-1's price"
     );
 }
+
+/// A launch request for `types` in the controller's full launch order (reserved first).
+fn ordered_request(cloud: &AwsCloud, name: &str, types: &[&str]) -> LaunchRequest {
+    let its: Vec<_> = cloud
+        .instance_types(&pool())
+        .into_iter()
+        .filter(|t| types.contains(&t.name.as_str()))
+        .collect();
+    LaunchRequest {
+        offerings: launch_order(&Requirements::new(), &its),
+        ..request(cloud, name, types, CapacityType::OnDemand)
+    }
+}
+
+/// The reserved offering of `cr` on `instance_type`, as the NodeClass's types carry it.
+fn reserved_offering(
+    cloud: &AwsCloud,
+    instance_type: &str,
+    cr: &str,
+) -> Option<karpenter_tui::engine::catalog::Offering> {
+    cloud
+        .instance_types(&pool())
+        .iter()
+        .find(|t| t.name == instance_type)?
+        .offerings
+        .iter()
+        .find(|o| o.reservation.as_ref().is_some_and(|r| r.id == cr))
+        .cloned()
+}
+
+/// The capacity reservation part of a fleet's launch template: (preference, target id,
+/// market type).
+async fn reservation_of_template(
+    peer: &MotoPeer,
+    fleet: &serde_json::Value,
+) -> (Option<String>, Option<String>, Option<String>) {
+    let id = fleet["overrides"][0]["launch_template_id"]
+        .as_str()
+        .unwrap();
+    let versions = peer
+        .ec2(true)
+        .describe_launch_template_versions()
+        .launch_template_id(id)
+        .send()
+        .await
+        .unwrap();
+    let data = versions.launch_template_versions()[0]
+        .launch_template_data()
+        .unwrap();
+    let spec = data.capacity_reservation_specification();
+    (
+        spec.and_then(|s| s.capacity_reservation_preference())
+            .map(|p| p.as_str().to_string()),
+        spec.and_then(|s| s.capacity_reservation_target())
+            .and_then(|t| t.capacity_reservation_id())
+            .map(str::to_string),
+        data.instance_market_options()
+            .and_then(|m| m.market_type())
+            .map(|m| m.as_str().to_string()),
+    )
+}
+
+/// Capacity reservations (upstream's `capacityreservation` provider and reserved
+/// offerings): the selector terms resolve into the NodeClass's status; a reservation is
+/// offered as `reserved` capacity at the on-demand price over 10^7 and launched into
+/// first, by a template that targets it alone (a capacity block with its market type);
+/// every launch counts it down and a termination gives the slot back, so it is never
+/// launched into past its count; a launch EC2 refuses for capacity counts it out; spot
+/// and on-demand templates opt out of open reservations; and when an ODCR ends its
+/// instances run on as on-demand. Before, a NodeClass with capacityReservationSelectorTerms
+/// was never Ready.
+#[tokio::test]
+async fn capacity_reservations_resolve_launch_first_and_are_never_launched_past_their_count() {
+    let peer = MotoPeer::start();
+    let _net = network(&peer).await;
+    let end = (chrono::Utc::now() + chrono::TimeDelta::hours(3)).to_rfc3339();
+    peer.capacity_reservations(
+        "us-east-1",
+        serde_json::json!([
+            {"id": "cr-0a1", "instance_type": "m5.large", "availability_zone": "us-east-1a",
+             "total": 2, "tags": {"team": "ml"}},
+            {"id": "cr-0b2", "instance_type": "m5.xlarge", "availability_zone": "us-east-1b",
+             "total": 1, "reservation_type": "capacity-block", "end_date": end},
+            {"id": "cr-0c3", "instance_type": "m5.large", "availability_zone": "us-east-1a",
+             "total": 5, "tags": {"team": "other"}},
+        ]),
+    );
+    let mut cloud = AwsCloud::connect(options(&peer)).await.expect("connect");
+    let handle = cloud.handle();
+    let mut nc = discovery_nodeclass();
+    nc.spec.capacity_reservation_selector_terms = Some(
+        serde_json::from_value(serde_json::json!([
+            {"tags": {"team": "ml"}},
+            {"id": "cr-0b2"},
+            {"id": "cr-0ffff"},
+        ]))
+        .unwrap(),
+    );
+    handle.set_nodeclass(&nc);
+    let statuses = handle.resolve_all().await;
+    let status = &statuses.first().expect("a status").1;
+    let ready = |t: &str| {
+        status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == t)
+            .map(|c| c.status.clone())
+    };
+    assert_eq!(ready("Ready").as_deref(), Some("True"), "{status:?}");
+    assert_eq!(ready("CapacityReservationsReady").as_deref(), Some("True"));
+    let found: Vec<(&str, Option<&str>, Option<&str>)> = status
+        .capacity_reservations
+        .iter()
+        .map(|r| {
+            (
+                r.id.as_str(),
+                r.reservation_type.as_deref(),
+                r.state.as_deref(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("cr-0a1", Some("default"), Some("active")),
+            ("cr-0b2", Some("capacity-block"), Some("active"))
+        ],
+        "the tag term, the id term; a missing id selects nothing"
+    );
+    assert!(status.capacity_reservations[1].end_time.is_some());
+
+    // Offered nearly free, first in the launch order.
+    let od = handle
+        .price("m5.large", "us-east-1a", CapacityType::OnDemand)
+        .unwrap();
+    let o = reserved_offering(&cloud, "m5.large", "cr-0a1").expect("a reserved offering");
+    assert!(o.available);
+    assert!((o.price - od / 1e7).abs() < 1e-12, "{}", o.price);
+    assert_eq!(o.reservation.as_ref().unwrap().capacity, 2);
+    let two: Vec<LaunchRequest> = ["web-r0001", "web-r0002"]
+        .iter()
+        .map(|n| ordered_request(&cloud, n, &["m5.large"]))
+        .collect();
+    assert_eq!(two[0].offerings[0].capacity_type, CapacityType::Reserved);
+    let before = peer.fleets().as_array().unwrap().len();
+    let launched: Vec<Launched> = cloud
+        .create_all(two)
+        .await
+        .into_iter()
+        .map(|r| r.expect("launched into the reservation"))
+        .collect();
+    let fleets = peer.fleets();
+    let fleets = fleets.as_array().unwrap();
+    assert_eq!(fleets.len() - before, 1, "one fleet for both: {fleets:?}");
+    let fleet = fleets.last().unwrap();
+    assert_eq!(fleet["capacity_type"], "reserved", "{fleet}");
+    assert_eq!(
+        reservation_of_template(&peer, fleet).await,
+        (
+            Some("capacity-reservations-only".into()),
+            Some("cr-0a1".into()),
+            None
+        )
+    );
+    for l in &launched {
+        assert_eq!(l.instance.capacity_type, CapacityType::Reserved);
+        assert!((l.instance.price - od / 1e7).abs() < 1e-12);
+        assert_eq!(
+            l.labels
+                .get(labels::CAPACITY_RESERVATION_ID)
+                .map(String::as_str),
+            Some("cr-0a1")
+        );
+        assert_eq!(
+            l.labels
+                .get(labels::CAPACITY_RESERVATION_TYPE)
+                .map(String::as_str),
+            Some("default")
+        );
+    }
+    assert_eq!(
+        peer.capacity_reservations_now("us-east-1")[0]["available"],
+        0
+    );
+
+    // Counted out: the next m5.large launches on spot/on-demand, by a template that opts
+    // out of open reservations.
+    let o = reserved_offering(&cloud, "m5.large", "cr-0a1").unwrap();
+    assert!(!o.available, "{o:?}");
+    let next = ordered_request(&cloud, "web-r0003", &["m5.large"]);
+    assert_ne!(next.offerings[0].capacity_type, CapacityType::Reserved);
+    let third = cloud.create(next).await.expect("launched outside");
+    assert_ne!(third.instance.capacity_type, CapacityType::Reserved);
+    assert!(third.labels.is_empty());
+    let fleet = peer.fleets().as_array().unwrap().last().unwrap().clone();
+    assert_eq!(
+        reservation_of_template(&peer, &fleet).await.0.as_deref(),
+        Some("none")
+    );
+
+    // A termination gives the slot back.
+    cloud
+        .delete(&launched[0].instance.provider_id)
+        .await
+        .expect("terminate");
+    let o = reserved_offering(&cloud, "m5.large", "cr-0a1").unwrap();
+    assert!(o.available);
+    assert_eq!(o.reservation.as_ref().unwrap().capacity, 1);
+
+    // The capacity block launches with its own market type.
+    let block = cloud
+        .create(ordered_request(&cloud, "web-r0004", &["m5.xlarge"]))
+        .await
+        .expect("launched into the capacity block");
+    assert_eq!(block.instance.capacity_type, CapacityType::Reserved);
+    assert_eq!(
+        block
+            .labels
+            .get(labels::CAPACITY_RESERVATION_TYPE)
+            .map(String::as_str),
+        Some("capacity-block")
+    );
+    let fleet = peer.fleets().as_array().unwrap().last().unwrap().clone();
+    assert_eq!(
+        reservation_of_template(&peer, &fleet).await,
+        (
+            Some("capacity-reservations-only".into()),
+            Some("cr-0b2".into()),
+            Some("capacity-block".into())
+        )
+    );
+
+    // The block nears its end: in its last 40 minutes it is `expiring`, nothing launches
+    // into it, and its instance is reported for draining.
+    assert!(cloud.expiring().is_empty());
+    let soon = (chrono::Utc::now() + chrono::TimeDelta::minutes(30)).to_rfc3339();
+    peer.capacity_reservations(
+        "us-east-1",
+        serde_json::json!([
+            {"id": "cr-0a1", "instance_type": "m5.large", "availability_zone": "us-east-1a",
+             "total": 2, "available": 1, "tags": {"team": "ml"}},
+            {"id": "cr-0b2", "instance_type": "m5.xlarge", "availability_zone": "us-east-1b",
+             "total": 1, "available": 0, "reservation_type": "capacity-block", "end_date": soon},
+        ]),
+    );
+    handle.resolve_all().await;
+    assert_eq!(cloud.expiring(), vec![block.instance.provider_id.clone()]);
+    assert!(
+        !reserved_offering(&cloud, "m5.xlarge", "cr-0b2")
+            .unwrap()
+            .available
+    );
+
+    // EC2 has no room left though our count says 1 (someone else launched into it): the
+    // launch fails and the reservation is counted out until the next resolution.
+    peer.capacity_reservations(
+        "us-east-1",
+        serde_json::json!([
+            {"id": "cr-0a1", "instance_type": "m5.large", "availability_zone": "us-east-1a",
+             "total": 2, "available": 0, "tags": {"team": "ml"}},
+        ]),
+    );
+    let refused = cloud
+        .create(ordered_request(&cloud, "web-r0005", &["m5.large"]))
+        .await;
+    assert!(refused.is_err(), "{refused:?}");
+    assert!(
+        !reserved_offering(&cloud, "m5.large", "cr-0a1")
+            .unwrap()
+            .available
+    );
+
+    // The ODCR ends: its instance runs on as on-demand, and the status drops it.
+    peer.expire_capacity_reservation("us-east-1", "cr-0a1");
+    let listed = cloud.list().await.expect("list");
+    let survivor = listed
+        .iter()
+        .find(|i| i.provider_id == launched[1].instance.provider_id)
+        .expect("still running");
+    assert_eq!(survivor.capacity_type, CapacityType::OnDemand);
+    let statuses = handle.resolve_all().await;
+    let status = &statuses.last().expect("a changed status").1;
+    assert!(
+        status
+            .capacity_reservations
+            .iter()
+            .all(|r| r.id != "cr-0a1"),
+        "{:?}",
+        status.capacity_reservations
+    );
+}

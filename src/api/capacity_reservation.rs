@@ -3,10 +3,10 @@
 //! (`status.capacityReservations`).
 //!
 //! Field names and CRD markers mirror the AWS provider's `pkg/apis/v1/ec2nodeclass.go`
-//! and `ec2nodeclass_status.go` at v1.14.1. We accept and keep these fields so that an
-//! upstream-written EC2NodeClass survives a round trip through our types and our CRDs;
-//! launching into reservations is not implemented. Enum-like fields are strings with the
-//! CRD's `enum`, so a value a newer provider adds never makes the object unreadable.
+//! and `ec2nodeclass_status.go` at v1.14.1, so an upstream-written EC2NodeClass survives a
+//! round trip through our types and our CRDs; the AWS provider resolves the terms
+//! (`cloud::aws::capacity_reservation`). Enum-like fields are strings with the CRD's
+//! `enum`, so a value a newer provider adds never makes the object unreadable.
 
 use std::collections::BTreeMap;
 

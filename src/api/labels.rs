@@ -62,6 +62,19 @@ pub const INSTANCE_ACCELERATOR_NAME: &str = "karpenter.k8s.aws/instance-accelera
 pub const INSTANCE_ACCELERATOR_COUNT: &str = "karpenter.k8s.aws/instance-accelerator-count";
 /// The EC2NodeClass a node was launched from (label and instance tag).
 pub const EC2NODECLASS: &str = "karpenter.k8s.aws/ec2nodeclass";
+/// The EC2 capacity reservation a `reserved` node runs in (upstream's
+/// `cloudprovider.ReservationIDLabel` in the AWS provider), its type (`default` or
+/// `capacity-block`) and whether EC2 may take it back (`true`/`false`).
+pub const CAPACITY_RESERVATION_ID: &str = "karpenter.k8s.aws/capacity-reservation-id";
+pub const CAPACITY_RESERVATION_TYPE: &str = "karpenter.k8s.aws/capacity-reservation-type";
+pub const CAPACITY_RESERVATION_INTERRUPTIBLE: &str =
+    "karpenter.k8s.aws/capacity-reservation-interruptible";
+/// The labels a node loses when its reservation ends and it runs on as on-demand.
+pub const RESERVED_CAPACITY_LABELS: [&str; 3] = [
+    CAPACITY_RESERVATION_ID,
+    CAPACITY_RESERVATION_TYPE,
+    CAPACITY_RESERVATION_INTERRUPTIBLE,
+];
 
 /// Label keys Karpenter itself understands in requirements, beyond user-defined labels.
 /// Upstream: `WellKnownLabels` in core plus the AWS provider's additions.
@@ -98,6 +111,9 @@ pub const WELL_KNOWN_LABELS: &[&str] = &[
     INSTANCE_GPU_MEMORY,
     INSTANCE_ACCELERATOR_NAME,
     INSTANCE_ACCELERATOR_COUNT,
+    CAPACITY_RESERVATION_ID,
+    CAPACITY_RESERVATION_TYPE,
+    CAPACITY_RESERVATION_INTERRUPTIBLE,
 ];
 
 /// `kubernetes.io`-domain keys a NodePool may still use in requirements (upstream's

@@ -215,6 +215,7 @@ impl CloudProvider for KwokCloud {
                 instance,
                 unavailable: Vec::new(),
                 annotations: Default::default(),
+                labels: Default::default(),
             })
         }
     }

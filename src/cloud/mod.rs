@@ -78,6 +78,9 @@ pub struct Launched {
     /// Annotations the NodeClaim gets with its launch (the AWS provider's NodeClass hash,
     /// which NodeClassDrift compares later).
     pub annotations: BTreeMap<String, String>,
+    /// Labels the NodeClaim and its Node get from the launch beyond the instance type's
+    /// (the capacity reservation a reserved instance runs in).
+    pub labels: BTreeMap<String, String>,
 }
 
 /// A cloud API failure other than capacity.
@@ -225,5 +228,13 @@ pub trait CloudProvider: Send {
     /// console's explanations.
     fn unlaunchable(&self, _pool: &NodePool) -> Option<String> {
         None
+    }
+
+    /// Instances (provider ids) in capacity the cloud is about to take back on a
+    /// schedule: an AWS capacity block in its last 40 minutes. Their NodeClaims are
+    /// deleted so the pods move before the instances go (upstream
+    /// `capacityreservation/expiration`).
+    fn expiring(&self) -> Vec<String> {
+        Vec::new()
     }
 }

@@ -239,6 +239,7 @@ impl CloudProvider for SimCloud {
                 instance,
                 unavailable,
                 annotations: Default::default(),
+                labels: Default::default(),
             }),
             None if request.offerings.is_empty() => Err(LaunchError::Other {
                 nodeclaim: request.nodeclaim,

@@ -243,6 +243,13 @@ pub enum Write {
         target: ObjectRef,
         annotations: BTreeMap<String, Option<String>>,
     },
+    /// Sets (`Some`) or removes (`None`) labels on a NodeClaim or a Node: the capacity
+    /// type of a node whose capacity reservation ended (upstream's
+    /// `capacityreservation/capacitytype` controller).
+    Relabel {
+        target: ObjectRef,
+        labels: BTreeMap<String, Option<String>>,
+    },
 }
 
 /// What registration copies from a NodeClaim onto its Node.

@@ -79,7 +79,13 @@ pub struct Offering {
     /// USD per hour.
     pub price: f64,
     pub available: bool,
+    /// The capacity reservation a `reserved` offering launches into; `None` for every
+    /// other offering. Each reservation is its own offering, as upstream's are, so two
+    /// reservations of one type in one zone are two offerings.
+    pub reservation: Option<Arc<Reservation>>,
 }
+
+pub use crate::engine::reservation::{Reservation, ReservationKind};
 
 /// A launchable machine shape, as the scheduler sees it.
 #[derive(Clone, Debug, PartialEq)]

@@ -10,6 +10,7 @@ pub mod pod;
 pub mod pod_places;
 pub mod provisioning;
 pub mod requirements;
+pub mod reservation;
 pub mod resources;
 pub mod scheduling;
 pub mod selector;

@@ -161,6 +161,22 @@ pub struct Launch {
     pub zone: String,
     pub capacity_type: CapacityType,
     pub price: f64,
+    /// The reservation a `reserved` launch goes into (serialized as its id).
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "reservation_id"
+    )]
+    pub reservation: Option<Arc<crate::engine::reservation::Reservation>>,
+}
+
+fn reservation_id<S: serde::Serializer>(
+    r: &Option<Arc<crate::engine::reservation::Reservation>>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    match r {
+        Some(r) => s.serialize_str(&r.id),
+        None => s.serialize_none(),
+    }
 }
 
 /// Picks the launch for a NodeClaim as the AWS provider does: the first of
@@ -171,11 +187,13 @@ pub fn choose_launch(claim: &NewNodeClaim) -> Option<Launch> {
         .next()
 }
 
-/// Every offering a NodeClaim may launch on, in the order the AWS provider tries them:
-/// spot when the requirements allow it, but only spot offerings no pricier than the
-/// cheapest on-demand offering (cheapest first); then on-demand (cheapest first); then
-/// reserved. Ties keep the option order. The cloud provider takes the first it can get,
-/// as CreateFleet does with prioritized overrides.
+/// Every offering a NodeClaim may launch on, in the order the AWS provider tries them
+/// (upstream `getCapacityType` and `CapacityReservationTypeFilter`): reserved first when
+/// the requirements allow it, cheapest first and, at one price, ODCRs before capacity
+/// blocks before interruptible ODCRs; then spot, but only spot offerings no pricier than
+/// the cheapest on-demand offering (cheapest first); then on-demand (cheapest first).
+/// Ties keep the option order. The cloud provider takes the first it can get, as
+/// CreateFleet does with prioritized overrides.
 pub fn launch_order(requirements: &Requirements, types: &[Arc<InstanceType>]) -> Vec<Launch> {
     let allowed = |o: &Offering| o.available && offering_allowed(o, requirements);
     let of = |ct: CapacityType, cap: f64| -> Vec<Launch> {
@@ -190,24 +208,45 @@ pub fn launch_order(requirements: &Requirements, types: &[Arc<InstanceType>]) ->
                         zone: o.zone.clone(),
                         capacity_type: ct,
                         price: o.price,
+                        reservation: o.reservation.clone(),
                     })
             })
             .collect();
-        out.sort_by(|a, b| a.price.total_cmp(&b.price));
+        out.sort_by(|a, b| {
+            a.price
+                .total_cmp(&b.price)
+                .then_with(|| reservation_rank(a).cmp(&reservation_rank(b)))
+        });
         out
     };
-    let on_demand = of(CapacityType::OnDemand, f64::INFINITY);
-    let spot_allowed = requirements
-        .get(labels::CAPACITY_TYPE)
-        .is_none_or(|r| r.has(CapacityType::Spot.as_str()));
+    let allows = |ct: CapacityType| {
+        requirements
+            .get(labels::CAPACITY_TYPE)
+            .is_none_or(|r| r.has(ct.as_str()))
+    };
     let mut order = Vec::new();
-    if spot_allowed {
+    if allows(CapacityType::Reserved) {
+        order.extend(of(CapacityType::Reserved, f64::INFINITY));
+    }
+    let on_demand = of(CapacityType::OnDemand, f64::INFINITY);
+    if allows(CapacityType::Spot) {
         let cap = on_demand.first().map_or(f64::INFINITY, |l| l.price);
         order.extend(of(CapacityType::Spot, cap));
     }
     order.extend(on_demand);
-    order.extend(of(CapacityType::Reserved, f64::INFINITY));
     order
+}
+
+/// Upstream's partition priority among reservations of one price.
+fn reservation_rank(l: &Launch) -> u8 {
+    match l.reservation.as_deref() {
+        None => 0,
+        Some(r) if r.interruptible => 2,
+        Some(r) => match r.kind {
+            crate::engine::reservation::ReservationKind::Default => 0,
+            crate::engine::reservation::ReservationKind::CapacityBlock => 1,
+        },
+    }
 }
 
 #[cfg(test)]

@@ -8,7 +8,9 @@
 //! v20241115) and their SSM parameters (moto_server.py, item 1); the AMI ids are fixed
 //! (`AL2023_X86_AMI`, ...). The test controls (items 10-13) are plain HTTP on the same
 //! port: injected ICE for CreateFleet, throttling, the request log, the recorded
-//! CreateFleet requests, SSM parameters and new AMIs.
+//! CreateFleet requests, SSM parameters and new AMIs; and (items 15-16) the EC2 capacity
+//! reservations moto lacks, which DescribeCapacityReservations answers and CreateFleet
+//! launches into.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -262,6 +264,44 @@ impl MotoPeer {
             .as_str()
             .expect("the new image id")
             .to_string()
+    }
+
+    /// Replaces `region`'s capacity reservations (moto has none; DescribeCapacityReservations,
+    /// CreateFleet and TerminateInstances use these, moto_server.py items 15-16).
+    /// `reservations` is an array of {"id": "cr-0a1", "instance_type", "availability_zone",
+    /// "total", and optionally "available" (default total), "instance_match_criteria"
+    /// ("targeted" default | "open"), "owner_id", "tags": {KEY: VALUE}, "reservation_type"
+    /// ("default" | "capacity-block"), "end_date" (ISO-8601 or null), "state" ("active"
+    /// default), "interruptible"}. Panics with the peer's answer when it refuses them.
+    pub fn capacity_reservations(&self, region: &str, reservations: Value) {
+        self.control(
+            "POST",
+            "capacity-reservations",
+            Some(&json!({"region": region, "reservations": reservations})),
+        );
+    }
+
+    /// `region`'s capacity reservations as the peer holds them now: the fields posted, with
+    /// "available" counting the launches into them and terminations, and "instance_ids" (the
+    /// instances holding their slots), so a test can see what CreateFleet consumed.
+    pub fn capacity_reservations_now(&self, region: &str) -> Value {
+        self.control(
+            "GET",
+            "capacity-reservations",
+            Some(&json!({ "region": region })),
+        )["reservations"]
+            .clone()
+    }
+
+    /// Ends a reservation as EC2 does when its time is up: state "expired"; an ODCR's
+    /// instances keep running as plain on-demand ones (no CapacityReservationId, preference
+    /// open), a Capacity Block's are terminated.
+    pub fn expire_capacity_reservation(&self, region: &str, id: &str) {
+        self.control(
+            "POST",
+            "capacity-reservations/expire",
+            Some(&json!({"region": region, "id": id})),
+        );
     }
 
     /// A test control (`/_peer/NAME`), which must answer 200 with JSON.

@@ -68,6 +68,7 @@ Gaps named in the plan, and how each is filled:
     override is ICE it has no instances and lists every error, with HTTP 200. The fleet
     is registered with moto too (DescribeFleets, DescribeFleetInstances and
     DeleteFleets know it), and each request is recorded for GET /_peer/fleets (12).
+    Templates targeting capacity reservations launch into them (15).
  3. DescribeSpotPriceHistory answers a placeholder (every offering at 0.00001, dated
     2006, description "Linux/UNIX (Amazon VPC)"), and its product-description filter
     matches nothing. It is replaced: one record per instance type and zone of
@@ -131,7 +132,8 @@ TagInstanceProfile, RemoveRoleFromInstanceProfile, DeleteInstanceProfile work as
 
 Test controls, plain HTTP on the same port, JSON in and out (errors: {"error": "..."}
 with 400, unknown controls 404). Control requests are neither logged nor throttled. A
-body may name "region" (default us-east-1) for ssm and ami.
+body may name "region" (default us-east-1) for ssm, ami and capacity-reservations (a GET
+too).
 10. ICE. `POST /_peer/ice` {"pairs": [{"instance_type": "m5.large", "zone":
     "us-east-1a", "capacity_type": "on-demand" | "spot" | null}]} replaces the set and
     answers it as {"pairs": [...]}; `GET /_peer/ice` answers it; `DELETE /_peer/ice`
@@ -152,12 +154,13 @@ body may name "region" (default us-east-1) for ssm and ami.
     "action": "CreateFleet", "throttled": false}, the last 5000 kept. `GET
     /_peer/requests` answers the list, oldest first; `DELETE /_peer/requests` empties it
     and answers {"cleared": N}. `GET /_peer/fleets` answers every instant CreateFleet
-    so far, oldest first: {"fleet_id", "type", "capacity_type", "total_target_capacity",
-    "spot_allocation_strategy" (SpotOptions.AllocationStrategy or null),
-    "on_demand_allocation_strategy" (OnDemandOptions.AllocationStrategy or null),
-    "overrides": [{"launch_template_id", "version", "instance_type", "subnet_id",
-    "availability_zone", "image_id", "priority"}, ...] in the order sent (before any
-    Priority sort), "errors": [{"instance_type", "availability_zone", "error_code"}],
+    so far, oldest first: {"fleet_id", "type", "capacity_type" ("spot", "on-demand", or
+    "reserved" (15)), "total_target_capacity", "spot_allocation_strategy"
+    (SpotOptions.AllocationStrategy or null), "on_demand_allocation_strategy"
+    (OnDemandOptions.AllocationStrategy or null), "overrides": [{"launch_template_id",
+    "version", "instance_type", "subnet_id", "availability_zone", "image_id",
+    "priority", "capacity_reservation_id"}, ...] in the order sent (before any Priority
+    sort), "errors": [{"instance_type", "availability_zone", "error_code"}],
     "instance_ids": [...], "tags": {RESOURCE_TYPE: {KEY: VALUE}}}; `DELETE
     /_peer/fleets` empties it.
 13. New AMI releases. `POST /_peer/ssm` {"name": "/aws/service/...", "value": "ami-..."}
@@ -182,6 +185,65 @@ body may name "region" (default us-east-1) for ssm and ami.
     must equal the item's attributes (Linux, NA, Used, OnDemand). MaxResults (default and
     cap 100) and NextToken (an offset) page it. Throttling (11) applies to GetProducts as
     to any action, answered as SSM's is (HTTP 400 ThrottlingException).
+15. EC2 capacity reservations (ODCRs and Capacity Blocks), which moto lacks, set by 16.
+    DescribeCapacityReservations answers the region's reservations in the order posted:
+    CapacityReservationId, OwnerId, CapacityReservationArn
+    (arn:aws:ec2:REGION:OWNER:capacity-reservation/ID), InstanceType, InstancePlatform
+    Linux/UNIX, AvailabilityZone, AvailabilityZoneId (moto's), Tenancy default,
+    TotalInstanceCount, AvailableInstanceCount, EbsOptimized and EphemeralStorage
+    false, State, StartDate and CreateDate (when posted), EndDate (none when null),
+    EndDateType (limited / unlimited), InstanceMatchCriteria, Tags, ReservationType,
+    Interruptible. CapacityReservationIds narrows it (an unknown id is
+    InvalidCapacityReservationId.NotFound, HTTP 400, for the whole request); filters
+    state, owner-id, instance-match-criteria, instance-type, availability-zone,
+    instance-platform, tenancy, end-date-type, tag:KEY and tag-key (with * and ?);
+    another filter is InvalidParameterValue. MaxResults 1-1000 and NextToken (an
+    offset) page it. In an instant CreateFleet (2), an override whose template version
+    has CapacityReservationSpecification.CapacityReservationTarget.CapacityReservationId
+    (or InstanceMarketOptions.MarketType capacity-block) launches into that reservation
+    and is not subject to injected ICE; it fails in errorSet, and the next override is
+    tried, when the reservation does not exist (InvalidCapacityReservationId.NotFound),
+    is not active, is for another instance type or zone, is a Capacity Block without
+    MarketType capacity-block or the other way round (InvalidParameterValue "The
+    capacity reservation ID (...) does not match ..."), when the fleet is spot
+    (InvalidParameterCombination), or when it has fewer than TotalTargetCapacity
+    available (ReservationCapacityExceeded "Insufficient capacity in the capacity
+    reservation ID."). Otherwise each instance launched takes a slot (available - 1),
+    and DescribeInstances shows CapacityReservationId and
+    CapacityReservationSpecification {CapacityReservationPreference (the template's, or
+    capacity-reservations-only), CapacityReservationTarget {CapacityReservationId}};
+    a Capacity Block's instances also show InstanceLifecycle capacity-block.
+    DefaultTargetCapacityType capacity-block counts as on-demand (Lifecycle on-demand),
+    as any type but spot does. Such a fleet is recorded in /_peer/fleets (12) with
+    capacity_type "reserved", and each override with its "capacity_reservation_id"
+    (null when its template targets none). As on EC2, an on-demand override whose
+    template leaves CapacityReservationPreference open (absent or "open") runs its
+    instances, while slots last, in the active open (instance_match_criteria "open")
+    ODCRs of its instance type and zone (CapacityReservationId, preference open, no
+    target; the fleet stays "on-demand"); preference "none" never does, and
+    "capacity-reservations-only" without a target needs slots for every instance
+    (else ReservationCapacityExceeded). Instances outside reservations show neither
+    field. TerminateInstances of an instance holding a slot gives it back (available +
+    1, at most total), once.
+16. Capacity reservations. `POST /_peer/capacity-reservations` {"region": "us-east-1",
+    "reservations": [{"id": "cr-0a1" (cr- and hex digits), "instance_type":
+    "m5.large", "availability_zone": "us-east-1a" (a zone of the region), "total": 2,
+    "available": 2 (default total), "instance_match_criteria": "targeted" (default) |
+    "open", "owner_id": "123456789012" (default), "tags": {KEY: VALUE} (default {}),
+    "reservation_type": "default" (default) | "capacity-block", "end_date":
+    "2025-01-01T00:00:00Z" | null (default), "state": "active" (default; any EC2
+    state), "interruptible": false (default)}, ...]} replaces the region's
+    reservations and answers {"reservations": [...]}, each as stored plus
+    "instance_ids" (the instances holding its slots; an instance placed before keeps
+    its id's slot when the id is posted again). `GET /_peer/capacity-reservations`
+    answers the region's (body {"region"}, default us-east-1) with the current
+    "available" counts; `DELETE /_peer/capacity-reservations` forgets every region's
+    (instances keep showing theirs). `POST /_peer/capacity-reservations/expire`
+    {"region", "id": "cr-0a1"} ends one as EC2 does: state expired; an ODCR's
+    instances keep running as plain on-demand ones (no CapacityReservationId,
+    CapacityReservationSpecification {CapacityReservationPreference open}); a Capacity
+    Block's are terminated. It answers {"reservation": {...}, "released": [instance
+    ids], "terminated": [instance ids]}; an unknown id is a 400.
 """
 
 from __future__ import annotations
@@ -259,6 +321,10 @@ class State:
             CATALOG_REGION: load_on_demand_prices()
         }
         self.ami_ids: set[tuple[str, str]] = set()
+        # region -> capacity reservations (15), in the order posted.
+        self.capacity_reservations: dict[str, list[dict]] = {}
+        # instance id -> (region, reservation id) while it holds a reservation's slot.
+        self.reserved_instances: dict[str, tuple[str, str]] = {}
 
 
 STATE = State()
@@ -427,6 +493,227 @@ def describe_spot_price_history(self) -> ActionResult:
     return ActionResult(paged(rows, start, min(size, 1000), "SpotPriceHistory"))
 
 
+# --- capacity reservations (15, 16) ---------------------------------------------------
+
+CR_ID = re.compile(r"^cr-[0-9a-f]+$")
+CR_STATES = (
+    "active",
+    "expired",
+    "cancelled",
+    "pending",
+    "failed",
+    "scheduled",
+    "payment-pending",
+    "payment-failed",
+    "assessing",
+    "delayed",
+    "unsupported",
+)
+# DescribeCapacityReservations' filters besides tag:KEY and tag-key: what each reads.
+CR_FILTERS = {
+    "state": lambda r: r["state"],
+    "owner-id": lambda r: r["owner_id"],
+    "instance-match-criteria": lambda r: r["instance_match_criteria"],
+    "instance-type": lambda r: r["instance_type"],
+    "availability-zone": lambda r: r["availability_zone"],
+    "instance-platform": lambda r: "Linux/UNIX",
+    "tenancy": lambda r: "default",
+    "end-date-type": lambda r: "limited" if r["end_date"] else "unlimited",
+}
+
+
+def parse_reservation(region: str, item: dict) -> dict:
+    """One reservation of a `POST /_peer/capacity-reservations` body, with its defaults;
+    ValueError (the control's 400) for a bad field."""
+    cr_id = item["id"]
+    if not isinstance(cr_id, str) or not CR_ID.match(cr_id):
+        raise ValueError(f"id {cr_id!r} is not cr- and hex digits")
+    zone = item["availability_zone"]
+    if ec2_backends[ACCOUNT][region].get_zone_by_name(zone) is None:
+        raise ValueError(f"availability_zone {zone!r} is not a zone of {region}")
+    total = item["total"]
+    available = item.get("available", total)
+    for name, value in (("total", total), ("available", available)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ValueError(f"{name} {value!r} is not a count")
+    if available > total:
+        raise ValueError(f"available {available} is more than total {total}")
+    criteria = item.get("instance_match_criteria", "targeted")
+    if criteria not in ("open", "targeted"):
+        raise ValueError(f"instance_match_criteria {criteria!r}")
+    reservation_type = item.get("reservation_type", "default")
+    if reservation_type not in ("default", "capacity-block"):
+        raise ValueError(f"reservation_type {reservation_type!r}")
+    state = item.get("state", "active")
+    if state not in CR_STATES:
+        raise ValueError(f"state {state!r}")
+    end_date = item.get("end_date")
+    if end_date is not None:
+        parse_time(end_date)
+    tags = item.get("tags") or {}
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in tags.items()):
+        raise ValueError(f"tags {tags!r} are not strings")
+    return {
+        "id": cr_id,
+        "instance_type": str(item["instance_type"]),
+        "availability_zone": zone,
+        "total": total,
+        "available": available,
+        "instance_match_criteria": criteria,
+        "owner_id": str(item.get("owner_id") or ACCOUNT),
+        "tags": dict(tags),
+        "reservation_type": reservation_type,
+        "end_date": end_date,
+        "state": state,
+        "interruptible": bool(item.get("interruptible", False)),
+        "_created": now().replace(microsecond=0),
+    }
+
+
+def reservation_view(region: str, record: dict) -> dict:
+    """A reservation as the controls answer it: its fields and the instances in it."""
+    view = {k: v for k, v in record.items() if not k.startswith("_")}
+    view["instance_ids"] = sorted(
+        iid
+        for iid, (r, cr_id) in STATE.reserved_instances.items()
+        if r == region and cr_id == record["id"]
+    )
+    return view
+
+
+def find_reservation(region: str, cr_id: str) -> dict | None:
+    for record in STATE.capacity_reservations.get(region, []):
+        if record["id"] == cr_id:
+            return record
+    return None
+
+
+def place_in_reservation(
+    backend, instance_id: str, cr_id: str, preference: str, targeted: bool
+) -> None:
+    """The instance reports the reservation in DescribeInstances (CapacityReservationId,
+    CapacityReservationSpecification, with the target when its template named one) and
+    holds one of its slots."""
+    instance = backend.get_instance(instance_id)
+    instance.capacity_reservation_id = cr_id
+    spec: dict = {"CapacityReservationPreference": preference}
+    if targeted:
+        spec["CapacityReservationTarget"] = {"CapacityReservationId": cr_id}
+    instance.capacity_reservation_specification = spec
+    STATE.reserved_instances[instance_id] = (backend.region_name, cr_id)
+
+
+def expire_reservation(region: str, cr_id: str) -> dict:
+    """16: the reservation ends. An ODCR's instances keep running as plain on-demand
+    ones (no CapacityReservationId, preference open); a Capacity Block's are
+    terminated."""
+    backend = ec2_backends[ACCOUNT][region]
+    record = find_reservation(region, cr_id)
+    if record is None:
+        raise ValueError(f"no capacity reservation {cr_id} in {region}")
+    ids = reservation_view(region, record)["instance_ids"]
+    record["state"] = "expired"
+    released, terminated = [], []
+    for iid in ids:
+        del STATE.reserved_instances[iid]
+        instance = backend.get_instance(iid)
+        if record["reservation_type"] == "capacity-block":
+            if instance.state != "terminated":
+                backend.terminate_instances([iid])
+                terminated.append(iid)
+            continue
+        instance.capacity_reservation_id = None
+        instance.capacity_reservation_specification = {
+            "CapacityReservationPreference": "open"
+        }
+        released.append(iid)
+    return {
+        "reservation": reservation_view(region, record),
+        "released": released,
+        "terminated": terminated,
+    }
+
+
+def release_reservation_slot(instance_id: str) -> None:
+    """A terminated instance gives its reservation's slot back, once."""
+    held = STATE.reserved_instances.pop(instance_id, None)
+    if held is None:
+        return
+    record = find_reservation(*held)
+    if record is not None:
+        record["available"] = min(record["available"] + 1, record["total"])
+
+
+def describe_capacity_reservations(self) -> ActionResult:
+    self.error_on_dryrun()
+    ids = list(self._get_param("CapacityReservationIds", []) or [])
+    filters = self._filters_from_querystring()
+    start, size = page_bounds(self, "DescribeCapacityReservations", 1, 1000, 1000)
+    with LOCK:
+        records = [dict(r) for r in STATE.capacity_reservations.get(self.region, [])]
+    known = {r["id"] for r in records}
+    for cr_id in ids:
+        if cr_id not in known:
+            raise EC2ClientError(
+                "InvalidCapacityReservationId.NotFound",
+                f"The capacity reservation ID '{cr_id}' does not exist",
+            )
+    if ids:
+        records = [r for r in records if r["id"] in ids]
+    for name, values in filters.items():
+        pattern = wildcard(values)
+        if name.startswith("tag:"):
+            key = name[len("tag:") :]
+            records = [
+                r for r in records if key in r["tags"] and pattern.match(r["tags"][key])
+            ]
+        elif name == "tag-key":
+            records = [r for r in records if any(pattern.match(k) for k in r["tags"])]
+        elif name in CR_FILTERS:
+            records = [r for r in records if pattern.match(CR_FILTERS[name](r))]
+        else:
+            raise EC2ClientError(
+                "InvalidParameterValue", f"The filter '{name}' is invalid"
+            )
+    rows = [reservation_result(self.ec2_backend, r) for r in records]
+    return ActionResult(paged(rows, start, size, "CapacityReservations"))
+
+
+def reservation_result(backend, r: dict) -> dict:
+    """One CapacityReservation of DescribeCapacityReservations."""
+    region = backend.region_name
+    out = {
+        "CapacityReservationId": r["id"],
+        "OwnerId": r["owner_id"],
+        "CapacityReservationArn": (
+            f"arn:aws:ec2:{region}:{r['owner_id']}:capacity-reservation/{r['id']}"
+        ),
+        "InstanceType": r["instance_type"],
+        "InstancePlatform": "Linux/UNIX",
+        "AvailabilityZone": r["availability_zone"],
+        "Tenancy": "default",
+        "TotalInstanceCount": r["total"],
+        "AvailableInstanceCount": r["available"],
+        "EbsOptimized": False,
+        "EphemeralStorage": False,
+        "State": r["state"],
+        "StartDate": r["_created"],
+        "EndDateType": "limited" if r["end_date"] else "unlimited",
+        "InstanceMatchCriteria": r["instance_match_criteria"],
+        "CreateDate": r["_created"],
+        "Tags": [{"Key": k, "Value": v} for k, v in r["tags"].items()],
+        "ReservationType": r["reservation_type"],
+        "Interruptible": r["interruptible"],
+    }
+    zone = backend.get_zone_by_name(r["availability_zone"])
+    if zone is not None:
+        out["AvailabilityZoneId"] = zone.zone_id
+    if r["end_date"]:
+        end = parse_time(r["end_date"])
+        out["EndDate"] = end if end.tzinfo else end.replace(tzinfo=datetime.UTC)
+    return out
+
+
 # --- CreateFleet (instant) -------------------------------------------------------------
 
 ORIGINAL_CREATE_FLEET = EC2Response.create_fleet
@@ -501,11 +788,15 @@ def create_fleet(self) -> ActionResult:
             "availability_zone": c["zone"],
             "image_id": c["override"].get("ImageId"),
             "priority": c["override"].get("Priority"),
+            "capacity_reservation_id": c["reservation_id"],
         }
         for c in given
     ]
     for c in candidates:
-        if is_ice(c["instance_type"], c["zone"], capacity_type):
+        if c["reservation_id"] or c["market_type"] == "capacity-block":
+            # Reserved capacity is not subject to injected ICE (15).
+            outcome = launch_reserved(backend, fleet_id, c, capacity_type, total, tags)
+        elif is_ice(c["instance_type"], c["zone"], capacity_type):
             errors.append(
                 {
                     "LaunchTemplateAndOverrides": c["lto"],
@@ -520,7 +811,8 @@ def create_fleet(self) -> ActionResult:
                 }
             )
             continue
-        outcome = launch(backend, fleet_id, c, capacity_type, total, tags)
+        else:
+            outcome = launch_open(backend, fleet_id, c, capacity_type, total, tags)
         if "ErrorCode" in outcome:
             errors.append(outcome)
             continue
@@ -563,7 +855,11 @@ def create_fleet(self) -> ActionResult:
             {
                 "fleet_id": fleet_id,
                 "type": fleet_type,
-                "capacity_type": capacity_type,
+                "capacity_type": (
+                    "reserved"
+                    if any(c["reservation_id"] for c in given)
+                    else capacity_type
+                ),
                 "total_target_capacity": total,
                 "spot_allocation_strategy": spot_options.get("AllocationStrategy"),
                 "on_demand_allocation_strategy": on_demand_options.get(
@@ -629,6 +925,7 @@ def resolve_override(backend, template, version, override) -> dict:
         },
         "Overrides": out,
     }
+    reservation = data.get("CapacityReservationSpecification") or {}
     return {
         "template": template,
         "version": version,
@@ -637,10 +934,155 @@ def resolve_override(backend, template, version, override) -> dict:
         "subnet_id": subnet_id,
         "zone": zone,
         "lto": lto,
+        "reservation_id": (reservation.get("CapacityReservationTarget") or {}).get(
+            "CapacityReservationId"
+        ),
+        "reservation_preference": reservation.get("CapacityReservationPreference"),
+        "market_type": (data.get("InstanceMarketOptions") or {}).get("MarketType"),
     }
 
 
-def launch(backend, fleet_id, c, capacity_type, count, tags) -> dict:
+def fleet_error(c, capacity_type, code, message) -> dict:
+    return {
+        "LaunchTemplateAndOverrides": c["lto"],
+        "Lifecycle": capacity_type,
+        "ErrorCode": code,
+        "ErrorMessage": message,
+    }
+
+
+def launch_reserved(backend, fleet_id, c, capacity_type, count, tags) -> dict:
+    """Launches `count` instances of one override into the capacity reservation its
+    template targets (or a CreateFleetError, as EC2 answers it, when the reservation is
+    unknown, not active, for another instance type or zone or market, or too small);
+    each launched instance takes one of its slots."""
+    region = backend.region_name
+    cr_id = c["reservation_id"]
+    block = c["market_type"] == "capacity-block"
+    with LOCK:
+        record = find_reservation(region, cr_id) if cr_id else None
+        if capacity_type == "spot":
+            return fleet_error(
+                c,
+                capacity_type,
+                "InvalidParameterCombination",
+                "Spot Instances cannot be launched into a capacity reservation",
+            )
+        if cr_id is None:
+            return fleet_error(
+                c,
+                capacity_type,
+                "InvalidParameterValue",
+                "A capacity-block launch must target a Capacity Block with "
+                "CapacityReservationTarget.CapacityReservationId",
+            )
+        if record is None:
+            return fleet_error(
+                c,
+                capacity_type,
+                "InvalidCapacityReservationId.NotFound",
+                f"The capacity reservation ID '{cr_id}' does not exist",
+            )
+        if record["state"] != "active":
+            return fleet_error(
+                c,
+                capacity_type,
+                "InvalidParameterValue",
+                f"The capacity reservation {cr_id} is not active (state "
+                f"{record['state']}), so it does not match the request",
+            )
+        if (record["instance_type"], record["availability_zone"]) != (
+            c["instance_type"],
+            c["zone"],
+        ):
+            return fleet_error(
+                c,
+                capacity_type,
+                "InvalidParameterValue",
+                f"The capacity reservation {cr_id} ({record['instance_type']} in "
+                f"{record['availability_zone']}) does not match the requested "
+                f"instance type {c['instance_type']} in {c['zone']}",
+            )
+        if block != (record["reservation_type"] == "capacity-block"):
+            return fleet_error(
+                c,
+                capacity_type,
+                "InvalidParameterValue",
+                f"The capacity reservation {cr_id} ({record['reservation_type']}) "
+                f"does not match the market type {c['market_type'] or 'on-demand'}: "
+                "a Capacity Block needs InstanceMarketOptions.MarketType "
+                "capacity-block, and only a Capacity Block takes it",
+            )
+        if record["available"] < count:
+            return fleet_error(
+                c,
+                capacity_type,
+                "ReservationCapacityExceeded",
+                f"Insufficient capacity in the capacity reservation {cr_id}.",
+            )
+        outcome = launch(
+            backend,
+            fleet_id,
+            c,
+            capacity_type,
+            count,
+            tags,
+            "capacity-block" if block else None,
+        )
+        if "ErrorCode" in outcome:
+            return outcome
+        record["available"] -= len(outcome["InstanceIds"])
+        preference = c["reservation_preference"] or "capacity-reservations-only"
+        for iid in outcome["InstanceIds"]:
+            place_in_reservation(backend, iid, cr_id, preference, True)
+    return outcome
+
+
+def launch_open(backend, fleet_id, c, capacity_type, count, tags) -> dict:
+    """Launches `count` instances of one override; on-demand ones whose template leaves
+    the preference open (absent or "open") run, as on EC2, in the active open
+    reservations of their instance type and zone while they have slots (the rest as
+    plain on-demand); preference "none" never does; "capacity-reservations-only"
+    without a target needs slots for all of them."""
+    region = backend.region_name
+    preference = c["reservation_preference"]
+    if capacity_type == "spot" or preference == "none":
+        return launch(backend, fleet_id, c, capacity_type, count, tags)
+    with LOCK:
+        open_records = [
+            r
+            for r in STATE.capacity_reservations.get(region, [])
+            if r["state"] == "active"
+            and r["instance_match_criteria"] == "open"
+            and r["reservation_type"] == "default"
+            and (r["instance_type"], r["availability_zone"])
+            == (c["instance_type"], c["zone"])
+        ]
+        free = sum(r["available"] for r in open_records)
+        if preference == "capacity-reservations-only" and free < count:
+            return fleet_error(
+                c,
+                capacity_type,
+                "ReservationCapacityExceeded",
+                f"Insufficient capacity in the open capacity reservations of "
+                f"{c['instance_type']} in {c['zone']} ({free} available).",
+            )
+        outcome = launch(backend, fleet_id, c, capacity_type, count, tags)
+        if "ErrorCode" in outcome:
+            return outcome
+        ids = list(outcome["InstanceIds"])
+        for record in open_records:
+            while ids and record["available"] > 0:
+                record["available"] -= 1
+                place_in_reservation(
+                    backend, ids.pop(0), record["id"], preference or "open", False
+                )
+    return outcome
+
+
+def launch(
+    backend, fleet_id, c, capacity_type, count, tags, lifecycle: str | None = None
+) -> dict:
     """Launches `count` instances of one override; returns a CreateFleetInstance, or a
     CreateFleetError for a launch template naming an unknown instance profile."""
     template, version, lto = c["template"], c["version"], c["lto"]
@@ -692,7 +1134,7 @@ def launch(backend, fleet_id, c, capacity_type, count, tags) -> dict:
         },
         "metadata_options": data.get("MetadataOptions") or {},
         "fleet_id": fleet_id,
-        "lifecycle": "spot" if capacity_type == "spot" else None,
+        "lifecycle": "spot" if capacity_type == "spot" else lifecycle,
         "ebs_optimized": bool(data.get("EbsOptimized")),
     }
     if data.get("BlockDeviceMappings"):
@@ -812,9 +1254,12 @@ def terminate_instances(self) -> ActionResult:
         if instance is not None and instance.state == "terminated":
             already.add(instance_id)
     result = ORIGINAL_TERMINATE(self)
-    for item in result.result["TerminatingInstances"]:
-        if item["InstanceId"] in already:
-            item["CurrentState"] = {"Code": 48, "Name": "terminated"}
+    with LOCK:
+        for item in result.result["TerminatingInstances"]:
+            if item["InstanceId"] in already:
+                item["CurrentState"] = {"Code": 48, "Name": "terminated"}
+            else:
+                release_reservation_slot(item["InstanceId"])
     return result
 
 
@@ -871,6 +1316,7 @@ EC2Response.describe_instance_types = describe_instance_types
 EC2Response.describe_instance_type_offerings = describe_instance_type_offerings
 EC2Response.terminate_instances = terminate_instances
 EC2Response.create_launch_template = create_launch_template
+EC2Response.describe_capacity_reservations = describe_capacity_reservations
 
 
 # --- the WSGI layer: request log, throttling, test controls -----------------------------
@@ -1131,6 +1577,26 @@ class Peer:
                 prices = {k: float(v) for k, v in body["prices"].items()}
                 STATE.pricing[body["region"]] = prices
                 return 200, {"region": body["region"], "count": len(prices)}
+            if name == "capacity-reservations" and method == "GET":
+                records = STATE.capacity_reservations.get(region, [])
+                return 200, {
+                    "reservations": [reservation_view(region, r) for r in records]
+                }
+            if name == "capacity-reservations" and method == "POST":
+                records = [parse_reservation(region, r) for r in body["reservations"]]
+                ids = [r["id"] for r in records]
+                if len(set(ids)) != len(ids):
+                    raise ValueError(f"duplicate ids in {ids}")
+                STATE.capacity_reservations[region] = records
+                return 200, {
+                    "reservations": [reservation_view(region, r) for r in records]
+                }
+            if name == "capacity-reservations" and method == "DELETE":
+                STATE.capacity_reservations = {}
+                STATE.reserved_instances = {}
+                return 200, {"reservations": []}
+            if name == "capacity-reservations/expire" and method == "POST":
+                return 200, expire_reservation(region, body["id"])
             if name == "ami" and method == "POST":
                 ami_id = register_ami(
                     region,

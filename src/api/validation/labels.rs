@@ -16,10 +16,16 @@ pub(crate) enum KeyUse {
     TemplateLabel,
 }
 
-/// `karpenter.k8s.aws` keys a NodePool or NodeClaim may use. The AWS provider adds a CEL
-/// rule for this domain to the core CRDs (`hack/validation/requirements.sh` and
-/// `labels.sh`); these are its well-known instance labels.
+/// `karpenter.k8s.aws` keys a NodePool or NodeClaim may use: the list of the CEL rule the
+/// AWS provider v1.14.1 adds for this domain to the core CRDs
+/// (`pkg/apis/crds/karpenter.sh_nodeclaims.yaml`), in its order. It holds the capacity
+/// reservation keys a reserved NodeClaim is pinned with.
 const ALLOWED_AWS_KEYS: &[&str] = &[
+    "karpenter.k8s.aws/instance-tenancy",
+    "karpenter.k8s.aws/capacity-reservation-type",
+    "karpenter.k8s.aws/capacity-reservation-id",
+    "karpenter.k8s.aws/capacity-reservation-interruptible",
+    "karpenter.k8s.aws/ec2nodeclass",
     "karpenter.k8s.aws/instance-encryption-in-transit-supported",
     "karpenter.k8s.aws/instance-category",
     "karpenter.k8s.aws/instance-hypervisor",
@@ -29,6 +35,7 @@ const ALLOWED_AWS_KEYS: &[&str] = &[
     "karpenter.k8s.aws/instance-size",
     "karpenter.k8s.aws/instance-cpu",
     "karpenter.k8s.aws/instance-cpu-manufacturer",
+    "karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz",
     "karpenter.k8s.aws/instance-memory",
     "karpenter.k8s.aws/instance-ebs-bandwidth",
     "karpenter.k8s.aws/instance-network-bandwidth",
@@ -39,7 +46,9 @@ const ALLOWED_AWS_KEYS: &[&str] = &[
     "karpenter.k8s.aws/instance-accelerator-name",
     "karpenter.k8s.aws/instance-accelerator-manufacturer",
     "karpenter.k8s.aws/instance-accelerator-count",
-    "karpenter.k8s.aws/instance-performance-mode",
+    "karpenter.k8s.aws/instance-capability-flex",
+    "karpenter.k8s.aws/placement-group-id",
+    "karpenter.k8s.aws/placement-group-partition",
 ];
 
 const NAME_SYNTAX: &str =
@@ -253,6 +262,15 @@ mod tests {
             ("karpenter.sh/capacity-type", NodePoolRequirement),
             ("karpenter.sh/nodepool", NodeClaimRequirement),
             ("karpenter.k8s.aws/instance-family", NodePoolRequirement),
+            // The keys a reserved NodeClaim is pinned with.
+            (
+                "karpenter.k8s.aws/capacity-reservation-id",
+                NodeClaimRequirement,
+            ),
+            (
+                "karpenter.k8s.aws/capacity-reservation-type",
+                NodePoolRequirement,
+            ),
             ("example.com/team", TemplateLabel),
             ("team", TemplateLabel),
         ];
@@ -292,8 +310,9 @@ mod tests {
                 NodePoolRequirement,
                 "domain \"karpenter.sh\"",
             ),
+            // Upstream v1.14.1's list names the provider's labels; others stay closed.
             (
-                "karpenter.k8s.aws/ec2nodeclass",
+                "karpenter.k8s.aws/instance-performance-mode",
                 TemplateLabel,
                 "domain \"karpenter.k8s.aws\"",
             ),

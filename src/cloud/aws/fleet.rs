@@ -10,14 +10,14 @@ use std::collections::BTreeMap;
 use aws_sdk_ec2::types::{
     DefaultTargetCapacityType, FleetLaunchTemplateConfigRequest,
     FleetLaunchTemplateOverridesRequest, FleetLaunchTemplateSpecificationRequest,
-    FleetOnDemandAllocationStrategy, FleetType, OnDemandOptionsRequest, ResourceType,
-    SpotAllocationStrategy, SpotOptionsRequest, Tag, TagSpecification,
-    TargetCapacitySpecificationRequest,
+    FleetOnDemandAllocationStrategy, FleetReservationType, FleetType, OnDemandOptionsRequest,
+    ReservedCapacityOptionsRequest, ResourceType, SpotAllocationStrategy, SpotOptionsRequest, Tag,
+    TagSpecification, TargetCapacitySpecificationRequest,
 };
 
 use super::{Clients, sdk_error};
 use crate::cloud::CloudError;
-use crate::engine::catalog::CapacityType;
+use crate::engine::catalog::{CapacityType, ReservationKind};
 use crate::engine::provisioning::Launch;
 
 /// At most this many instance types go into one fleet (upstream `maxInstanceTypes`).
@@ -42,12 +42,17 @@ pub struct Override {
     pub instance_type: String,
     pub subnet: String,
     pub zone: String,
+    /// The capacity reservation its template targets.
+    pub reservation: Option<String>,
 }
 
 /// Everything that makes two launches the same CreateFleet call (all but the count).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Shape {
     pub capacity_type: CapacityType,
+    /// For a reserved launch: the reservations' kind (CreateFleet takes one market type
+    /// per call) and whether they are interruptible.
+    pub reservation_kind: Option<(ReservationKind, bool)>,
     pub overrides: Vec<Override>,
     pub tags: BTreeMap<String, String>,
 }
@@ -59,34 +64,49 @@ pub struct FleetResult {
     pub instances: Vec<String>,
     /// Offerings EC2 had no capacity for.
     pub unavailable: Vec<Launch>,
+    /// Reservations EC2 had no room left in (never marked as unavailable offerings:
+    /// the count says so until the next resolution, as upstream's `MarkUnavailable`).
+    pub exhausted: Vec<String>,
     /// Other per-override errors, as `code: message`.
     pub errors: Vec<String>,
 }
 
 /// The offerings a fleet tries: those of the first offering's capacity type (the
-/// controller orders spot, then on-demand, then reserved), truncated to the cheapest
-/// `MAX_INSTANCE_TYPES` types, each in its zone's best subnet.
+/// controller orders reserved, then spot, then on-demand), truncated to the cheapest
+/// `MAX_INSTANCE_TYPES` types, each in its zone's best subnet. A reserved fleet keeps
+/// the first offering's reservation kind only, and one reservation per type and zone
+/// (upstream `CapacityReservationTypeFilter` and the single reservation per zone its
+/// Create ensures).
 pub fn overrides(
     offerings: &[Launch],
     subnet_for_zone: impl Fn(&str) -> Option<String>,
-    template_for_type: impl Fn(&str) -> Option<String>,
+    template_for: impl Fn(&Launch) -> Option<String>,
 ) -> (Option<CapacityType>, Vec<Override>) {
-    let Some(ct) = offerings.first().map(|o| o.capacity_type) else {
+    let Some(first) = offerings.first() else {
         return (None, Vec::new());
     };
+    let ct = first.capacity_type;
+    let kind = |o: &Launch| o.reservation.as_ref().map(|r| (r.kind, r.interruptible));
     let mut types: Vec<&str> = Vec::new();
-    let mut out = Vec::new();
-    for o in offerings.iter().filter(|o| o.capacity_type == ct) {
+    let mut out: Vec<Override> = Vec::new();
+    for o in offerings
+        .iter()
+        .filter(|o| o.capacity_type == ct && kind(o) == kind(first))
+    {
         if !types.contains(&o.instance_type.as_str()) {
             if types.len() == MAX_INSTANCE_TYPES {
                 continue;
             }
             types.push(&o.instance_type);
         }
-        let (Some(subnet), Some(template)) = (
-            subnet_for_zone(&o.zone),
-            template_for_type(&o.instance_type),
-        ) else {
+        if o.reservation.is_some()
+            && out
+                .iter()
+                .any(|v| v.instance_type == o.instance_type && v.zone == o.zone)
+        {
+            continue;
+        }
+        let (Some(subnet), Some(template)) = (subnet_for_zone(&o.zone), template_for(o)) else {
             continue;
         };
         let ov = Override {
@@ -94,6 +114,7 @@ pub fn overrides(
             instance_type: o.instance_type.clone(),
             subnet,
             zone: o.zone.clone(),
+            reservation: o.reservation.as_ref().map(|r| r.id.clone()),
         };
         if !out.contains(&ov) {
             out.push(ov);
@@ -136,6 +157,19 @@ pub async fn create(
     price: impl Fn(&str, &str) -> f64,
 ) -> Result<FleetResult, CloudError> {
     let spot = shape.capacity_type == CapacityType::Spot;
+    let block = shape.reservation_kind == Some((ReservationKind::CapacityBlock, false));
+    let interruptible = shape.reservation_kind.is_some_and(|(_, i)| i);
+    // Upstream `CreateFleetInputBuilder`: a capacity block is its own market, an
+    // interruptible reservation is reserved capacity, any other reservation on-demand.
+    let target = if spot {
+        DefaultTargetCapacityType::Spot
+    } else if block {
+        DefaultTargetCapacityType::CapacityBlock
+    } else if interruptible {
+        DefaultTargetCapacityType::ReservedCapacity
+    } else {
+        DefaultTargetCapacityType::OnDemand
+    };
     let mut by_template: BTreeMap<&str, Vec<&Override>> = BTreeMap::new();
     for o in &shape.overrides {
         by_template.entry(&o.template).or_default().push(o);
@@ -147,11 +181,7 @@ pub async fn create(
         .target_capacity_specification(
             TargetCapacitySpecificationRequest::builder()
                 .total_target_capacity(count)
-                .default_target_capacity_type(if spot {
-                    DefaultTargetCapacityType::Spot
-                } else {
-                    DefaultTargetCapacityType::OnDemand
-                })
+                .default_target_capacity_type(target)
                 .build(),
         )
         .tag_specifications(tags(ResourceType::Instance, &shape.tags))
@@ -163,6 +193,14 @@ pub async fn create(
                 .allocation_strategy(SpotAllocationStrategy::PriceCapacityOptimized)
                 .build(),
         )
+    } else if interruptible {
+        req.reserved_capacity_options(
+            ReservedCapacityOptionsRequest::builder()
+                .reservation_types(FleetReservationType::InterruptibleCapacityReservation)
+                .build(),
+        )
+    } else if block {
+        req
     } else {
         req.on_demand_options(
             OnDemandOptionsRequest::builder()
@@ -204,13 +242,27 @@ pub async fn create(
             .and_then(|o| o.instance_type())
             .map(|t| t.as_str().to_string());
         let zone = zone_of(ov, shape);
+        let reservation = shape
+            .overrides
+            .iter()
+            .find(|o| {
+                Some(&o.instance_type) == instance_type.as_ref() && Some(&o.zone) == zone.as_ref()
+            })
+            .and_then(|o| o.reservation.clone());
         match (UNFULFILLABLE.contains(&code), instance_type, zone) {
+            (true, Some(_), Some(_)) if reservation.is_some() => {
+                let id = reservation.unwrap_or_default();
+                if !result.exhausted.contains(&id) {
+                    result.exhausted.push(id);
+                }
+            }
             (true, Some(t), Some(z)) => {
                 let l = Launch {
                     price: price(&t, &z),
                     instance_type: t,
                     zone: z,
                     capacity_type: shape.capacity_type,
+                    reservation: None,
                 };
                 if !result.unavailable.contains(&l) {
                     result.unavailable.push(l);

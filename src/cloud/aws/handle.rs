@@ -26,6 +26,8 @@ pub(super) struct Shared {
     pub(super) inbox: Mutex<interruption::Inbox>,
     /// Wakes the queue's deleter: notices were handled.
     pub(super) acked: tokio::sync::Notify,
+    /// What each capacity reservation can still take.
+    pub(super) reservations: Mutex<capacity_reservation::Availability>,
 }
 
 /// A cheap handle on the provider's shared state, for the background refreshers and the
@@ -137,6 +139,15 @@ impl AwsHandle {
         self.shared.inbox.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    pub(super) fn reservations(
+        &self,
+    ) -> std::sync::MutexGuard<'_, capacity_reservation::Availability> {
+        self.shared
+            .reservations
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
     pub(super) fn bump(&self) {
         self.shared.generation.fetch_add(1, Ordering::SeqCst);
     }
@@ -187,8 +198,15 @@ impl AwsHandle {
         Ok(n)
     }
 
-    /// The price of an offering in the current catalog.
+    /// The price of an offering in the current catalog. A reserved instance costs the
+    /// type's on-demand price over [`capacity_reservation::PRICE_DIVISOR`], as its
+    /// offering does.
     pub fn price(&self, instance_type: &str, zone: &str, ct: CapacityType) -> Option<f64> {
+        if ct == CapacityType::Reserved {
+            return self
+                .price(instance_type, zone, CapacityType::OnDemand)
+                .map(|p| p / capacity_reservation::PRICE_DIVISOR);
+        }
         let c = self.catalog();
         let it = c.get(instance_type)?;
         it.offerings
@@ -264,8 +282,14 @@ impl AwsHandle {
                 &self.opts.cluster.name,
             )
             .await;
-            if let Err(e) = &resolved {
-                tracing::warn!("EC2NodeClass {name} is not ready: {e}");
+            match &resolved {
+                Err(e) => tracing::warn!("EC2NodeClass {name} is not ready: {e}"),
+                Ok(r) if !r.capacity_reservations.is_empty() => {
+                    self.reservations().sync(&r.capacity_reservations);
+                    // The counts changed the offerings even when the resolution did not.
+                    self.bump();
+                }
+                Ok(_) => {}
             }
             let status = nodeclass::status(
                 &resolved,

@@ -19,6 +19,11 @@ pub struct Facts {
     pub image_id: Option<String>,
     pub subnet_id: Option<String>,
     pub security_groups: BTreeSet<String>,
+    /// The capacity reservation it runs in: reported by EC2 only while the reservation
+    /// lasts and the instance was launched into it alone (upstream's rule:
+    /// `capacity-reservations-only`). When an ODCR ends the instance runs on as
+    /// on-demand.
+    pub reservation: Option<String>,
 }
 
 /// An instance as DescribeInstances reports it.
@@ -42,6 +47,8 @@ impl Described {
     pub fn capacity_type(&self) -> CapacityType {
         if self.spot {
             CapacityType::Spot
+        } else if self.facts.reservation.is_some() {
+            CapacityType::Reserved
         } else {
             CapacityType::OnDemand
         }
@@ -105,6 +112,14 @@ fn described(i: &Ec2Instance) -> Option<Described> {
                 .iter()
                 .filter_map(|g| g.group_id().map(str::to_string))
                 .collect(),
+            reservation: i
+                .capacity_reservation_id()
+                .filter(|_| {
+                    i.capacity_reservation_specification()
+                        .and_then(|s| s.capacity_reservation_preference())
+                        .is_some_and(|p| p.as_str() == "capacity-reservations-only")
+                })
+                .map(str::to_string),
         },
     })
 }

@@ -42,6 +42,17 @@ impl AwsCloud {
                 return requests.iter().map(|r| Err(fail(r, e.0.clone()))).collect();
             }
         };
+        if !result.exhausted.is_empty() {
+            let mut counts = self.handle.reservations();
+            for id in &result.exhausted {
+                tracing::info!(
+                    "capacity reservation {id} has no room left; not offered until the next resolution"
+                );
+                counts.exhausted(id);
+            }
+            drop(counts);
+            self.handle.bump();
+        }
         let ids = result.instances.clone();
         let described = if ids.is_empty() {
             Ok(Vec::new())
@@ -87,10 +98,19 @@ impl AwsCloud {
             let mut instance = self.handle.priced(d);
             instance.nodeclaim = r.nodeclaim.clone();
             instance.nodepool = r.nodepool.clone();
+            let labels = match &d.facts.reservation {
+                Some(id) => {
+                    self.handle.reservations().launched(id);
+                    self.handle.bump();
+                    reservation_labels(id, &r.offerings)
+                }
+                None => BTreeMap::new(),
+            };
             out.push(Ok(Launched {
                 instance,
                 unavailable: result.unavailable.clone(),
                 annotations: annotations.clone(),
+                labels,
             }));
         }
         out
@@ -140,25 +160,38 @@ impl AwsCloud {
         tags.insert(EKS_CLUSTER_TAG.into(), cluster.clone());
         tags.insert(NODECLASS_TAG.into(), name.clone());
         let catalog = self.handle.catalog();
-        // One template per AMI the offerings need.
-        let mut template_of_ami: BTreeMap<String, String> = BTreeMap::new();
+        let offerings = generic_offerings(&r.offerings, &catalog);
+        // One template per AMI and reservation target the fleet's offerings need (the
+        // first offering's capacity type and reservation kind, as `fleet::overrides`
+        // keeps).
+        let mut template_of: BTreeMap<(String, ReservationTarget), String> = BTreeMap::new();
         let mut ami_of_type: BTreeMap<String, String> = BTreeMap::new();
-        for o in &r.offerings {
-            if ami_of_type.contains_key(&o.instance_type) {
-                continue;
-            }
-            let Some(it) = catalog.get(&o.instance_type) else {
-                continue;
+        let kind = |o: &Launch| o.reservation.as_ref().map(|r| (r.kind, r.interruptible));
+        let fleet_offerings = offerings.iter().filter(|o| {
+            offerings
+                .first()
+                .is_some_and(|f| o.capacity_type == f.capacity_type && kind(o) == kind(f))
+        });
+        for o in fleet_offerings {
+            let ami = match ami_of_type.get(&o.instance_type) {
+                Some(a) => a.clone(),
+                None => {
+                    let Some(it) = catalog.get(&o.instance_type) else {
+                        continue;
+                    };
+                    let Some(ami) = resolved.amis.iter().find(|a| ami_serves(a, it)) else {
+                        continue;
+                    };
+                    ami_of_type.insert(o.instance_type.clone(), ami.id.clone());
+                    ami.id.clone()
+                }
             };
-            let Some(ami) = resolved.amis.iter().find(|a| ami_serves(a, it)) else {
-                continue;
-            };
-            ami_of_type.insert(o.instance_type.clone(), ami.id.clone());
-            if template_of_ami.contains_key(&ami.id) {
+            let target = target_of(o);
+            if template_of.contains_key(&(ami.clone(), target.clone())) {
                 continue;
             }
             let content = Content {
-                image_id: ami.id.clone(),
+                image_id: ami.clone(),
                 security_group_ids: resolved
                     .security_groups
                     .iter()
@@ -171,16 +204,16 @@ impl AwsCloud {
                 detailed_monitoring: state.spec.detailed_monitoring.unwrap_or(false),
                 associate_public_ip_address: state.spec.associate_public_ip_address,
                 tags: tags.clone(),
+                capacity_reservation: target.clone(),
             };
             let t = self
                 .templates
                 .ensure(&self.handle.clients, &content, &cluster)
                 .await
                 .map_err(|e| fail(e.0))?;
-            template_of_ami.insert(ami.id.clone(), t);
+            template_of.insert((ami, target), t);
         }
         let subnets = &resolved.subnets;
-        let offerings = generic_offerings(&r.offerings, &catalog);
         let (ct, overrides) = fleet::overrides(
             &offerings,
             |zone| {
@@ -189,10 +222,10 @@ impl AwsCloud {
                     .find(|s| s.zone == zone)
                     .map(|s| s.id.clone())
             },
-            |t| {
+            |o| {
                 ami_of_type
-                    .get(t)
-                    .and_then(|a| template_of_ami.get(a))
+                    .get(&o.instance_type)
+                    .and_then(|a| template_of.get(&(a.clone(), target_of(o))))
                     .cloned()
             },
         );
@@ -210,14 +243,54 @@ impl AwsCloud {
                 nodeclass::HASH_VERSION.to_string(),
             ),
         ]);
+        let reservation_kind = offerings
+            .first()
+            .and_then(|o| o.reservation.as_ref())
+            .map(|r| (r.kind, r.interruptible));
         Ok((
             Shape {
                 capacity_type,
+                reservation_kind,
                 overrides,
                 tags,
             },
             annotations,
         ))
+    }
+}
+
+/// The labels of a node in reservation `id` (upstream `instanceToNodeClaim`): the id, its
+/// kind and whether it is interruptible, as the offering that launched said.
+fn reservation_labels(id: &str, offerings: &[Launch]) -> BTreeMap<String, String> {
+    use crate::api::labels;
+    let mut out = BTreeMap::from([(labels::CAPACITY_RESERVATION_ID.to_string(), id.to_string())]);
+    if let Some(r) = offerings
+        .iter()
+        .filter_map(|o| o.reservation.as_deref())
+        .find(|r| r.id == id)
+    {
+        out.insert(
+            labels::CAPACITY_RESERVATION_TYPE.into(),
+            r.kind.as_str().into(),
+        );
+        out.insert(
+            labels::CAPACITY_RESERVATION_INTERRUPTIBLE.into(),
+            r.interruptible.to_string(),
+        );
+    }
+    out
+}
+
+/// The launch template setting an offering needs: its reservation alone, or no
+/// reservation at all.
+fn target_of(o: &Launch) -> ReservationTarget {
+    match &o.reservation {
+        Some(r) => ReservationTarget::Only {
+            id: r.id.clone(),
+            capacity_block: r.kind == crate::engine::reservation::ReservationKind::CapacityBlock,
+            interruptible: r.interruptible,
+        },
+        None => ReservationTarget::OptOut,
     }
 }
 
@@ -280,6 +353,7 @@ mod tests {
             zone: "us-east-1a".into(),
             capacity_type: CapacityType::Spot,
             price: 0.1,
+            reservation: None,
         }
     }
 

@@ -6,12 +6,14 @@
 use std::collections::{BTreeMap, HashMap};
 
 use aws_sdk_ec2::types::{
-    LaunchTemplateBlockDeviceMappingRequest, LaunchTemplateEbsBlockDeviceRequest,
-    LaunchTemplateHttpTokensState, LaunchTemplateIamInstanceProfileSpecificationRequest,
-    LaunchTemplateInstanceMetadataEndpointState, LaunchTemplateInstanceMetadataOptionsRequest,
-    LaunchTemplateInstanceMetadataProtocolIpv6,
+    CapacityReservationPreference, CapacityReservationTarget,
+    LaunchTemplateBlockDeviceMappingRequest, LaunchTemplateCapacityReservationSpecificationRequest,
+    LaunchTemplateEbsBlockDeviceRequest, LaunchTemplateHttpTokensState,
+    LaunchTemplateIamInstanceProfileSpecificationRequest,
+    LaunchTemplateInstanceMarketOptionsRequest, LaunchTemplateInstanceMetadataEndpointState,
+    LaunchTemplateInstanceMetadataOptionsRequest, LaunchTemplateInstanceMetadataProtocolIpv6,
     LaunchTemplateInstanceNetworkInterfaceSpecificationRequest, LaunchTemplatesMonitoringRequest,
-    RequestLaunchTemplateData, ResourceType, Tag, TagSpecification, VolumeType,
+    MarketType, RequestLaunchTemplateData, ResourceType, Tag, TagSpecification, VolumeType,
 };
 use base64::Engine;
 use serde::Serialize;
@@ -37,8 +39,27 @@ pub struct Content {
     pub detailed_monitoring: bool,
     pub associate_public_ip_address: Option<bool>,
     pub tags: BTreeMap<String, String>,
+    /// Which capacity reservation the launch may use (upstream's targeted launch mode).
+    pub capacity_reservation: ReservationTarget,
 }
 
+/// A template's capacity reservation setting (upstream `launchtemplate/types.go` with the
+/// ReservedCapacity gate on): a reserved launch targets its one reservation and may use
+/// nothing else; every other launch opts out of open reservations, so a spot or
+/// on-demand node never silently takes a slot a reserved launch was counting on.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ReservationTarget {
+    /// `CapacityReservationPreference: none`.
+    OptOut,
+    /// `capacity-reservations-only` with the reservation as target; capacity blocks and
+    /// interruptible reservations also set their market type.
+    Only {
+        id: String,
+        capacity_block: bool,
+        interruptible: bool,
+    },
+}
 impl Content {
     /// `karpenter.k8s.aws/<hash of the content>`.
     pub fn name(&self) -> String {
@@ -89,6 +110,45 @@ impl Content {
         for b in &self.block_device_mappings {
             d = d.block_device_mappings(block_device(b)?);
         }
+        let spec = LaunchTemplateCapacityReservationSpecificationRequest::builder();
+        d = match &self.capacity_reservation {
+            ReservationTarget::OptOut => d.capacity_reservation_specification(
+                spec.capacity_reservation_preference(CapacityReservationPreference::None)
+                    .build(),
+            ),
+            ReservationTarget::Only {
+                id,
+                capacity_block,
+                interruptible,
+            } => {
+                d = d.capacity_reservation_specification(
+                    spec.capacity_reservation_preference(
+                        CapacityReservationPreference::CapacityReservationsOnly,
+                    )
+                    .capacity_reservation_target(
+                        CapacityReservationTarget::builder()
+                            .capacity_reservation_id(id)
+                            .build(),
+                    )
+                    .build(),
+                );
+                let market = if *capacity_block {
+                    Some(MarketType::CapacityBlock)
+                } else if *interruptible {
+                    Some(MarketType::InterruptibleCapacityReservation)
+                } else {
+                    None
+                };
+                match market {
+                    Some(m) => d.instance_market_options(
+                        LaunchTemplateInstanceMarketOptionsRequest::builder()
+                            .market_type(m)
+                            .build(),
+                    ),
+                    None => d,
+                }
+            }
+        };
         Ok(d.build())
     }
 }

@@ -15,6 +15,7 @@
 //! user data, fleet, instances).
 
 pub mod ami;
+pub mod capacity_reservation;
 pub mod ephemeral_storage;
 mod fleet;
 mod handle;
@@ -43,7 +44,7 @@ use aws_config::{BehaviorVersion, Region};
 
 use self::fleet::Shape;
 use self::instances::Facts;
-use self::launch_template::{Content, Templates};
+use self::launch_template::{Content, ReservationTarget, Templates};
 use self::nodeclass::{NodeClassState, NotReady, Resolved};
 use self::user_data::ClusterInfo;
 use super::{
@@ -201,7 +202,7 @@ impl CloudProvider for AwsCloud {
     /// The region's instance types narrowed to the pool's NodeClass: offerings only in
     /// the zones of its subnets, types only where one of its AMIs serves them, each with
     /// the ephemeral storage the NodeClass gives it (its volumes, or the instance store
-    /// under RAID0).
+    /// under RAID0), and a `reserved` offering per capacity reservation it resolved.
     fn instance_types(&self, pool: &NodePool) -> Vec<Arc<InstanceType>> {
         let Ok(state) = self.nodeclass_of(pool) else {
             return Vec::new();
@@ -212,6 +213,7 @@ impl CloudProvider for AwsCloud {
         let zones: Vec<&str> = resolved.subnets.iter().map(|s| s.zone.as_str()).collect();
         let catalog = self.handle.catalog();
         let stores = self.handle.instance_stores();
+        let counts = self.handle.reservations();
         catalog
             .instance_types
             .iter()
@@ -219,6 +221,17 @@ impl CloudProvider for AwsCloud {
             .filter_map(|it| {
                 let mut it = it.clone();
                 it.offerings.retain(|o| zones.contains(&o.zone.as_str()));
+                let on_demand = self.handle.price(&it.name, "", CapacityType::OnDemand);
+                for r in &resolved.capacity_reservations {
+                    if r.status.instance_type == it.name {
+                        it.offerings.push(capacity_reservation::offering(
+                            &r.status,
+                            on_demand,
+                            counts.count(&r.status.id),
+                            &zones,
+                        ));
+                    }
+                }
                 if it.offerings.is_empty() {
                     return None;
                 }
@@ -284,10 +297,24 @@ impl CloudProvider for AwsCloud {
             .collect()
     }
 
+    /// Terminates the instance; a reservation it ran in counts its slot free again.
     fn delete(&mut self, provider_id: &str) -> impl Future<Output = Result<(), CloudError>> + Send {
-        let clients = self.handle.clients.clone();
+        let handle = self.handle.clone();
+        // Taken, so a repeated termination does not count the slot twice.
+        let reservation = self
+            .handle
+            .facts()
+            .get_mut(provider_id)
+            .and_then(|f| f.reservation.take());
         let id = super::instance_id(provider_id).to_string();
-        async move { instances::terminate(&clients, &id).await }
+        async move {
+            instances::terminate(&handle.clients, &id).await?;
+            if let Some(r) = reservation {
+                handle.reservations().terminated(&r);
+                handle.bump();
+            }
+            Ok(())
+        }
     }
 
     fn list(&mut self) -> impl Future<Output = Result<Vec<Instance>, CloudError>> + Send {
@@ -376,6 +403,31 @@ impl CloudProvider for AwsCloud {
 
     fn generation(&self) -> u64 {
         self.handle.shared.generation.load(Ordering::SeqCst)
+    }
+
+    /// Instances in capacity blocks that resolved as `expiring`.
+    fn expiring(&self) -> Vec<String> {
+        let ending: std::collections::HashSet<String> = self
+            .handle
+            .nodeclasses()
+            .values()
+            .filter_map(|s| s.resolved.as_ref().ok())
+            .flat_map(|r| &r.capacity_reservations)
+            .filter(|f| f.status.state.as_deref() == Some("expiring"))
+            .map(|f| f.status.id.clone())
+            .collect();
+        if ending.is_empty() {
+            return Vec::new();
+        }
+        let mut ids: Vec<String> = self
+            .handle
+            .facts()
+            .iter()
+            .filter(|(_, f)| f.reservation.as_ref().is_some_and(|r| ending.contains(r)))
+            .map(|(id, _)| id.clone())
+            .collect();
+        ids.sort();
+        ids
     }
 
     fn unlaunchable(&self, pool: &NodePool) -> Option<String> {

@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 
 use super::instance_types::filter;
-use super::{Clients, ami, sdk_error};
+use super::{Clients, ami, capacity_reservation, sdk_error};
 use crate::api::ec2nodeclass::{
     EC2NodeClass, EC2NodeClassSpec, EC2NodeClassStatus, SecurityGroup, SecurityGroupSelectorTerm,
     Subnet, SubnetSelectorTerm,
@@ -40,6 +40,8 @@ pub struct Resolved {
     pub security_groups: Vec<SecurityGroup>,
     pub amis: Vec<crate::api::ec2nodeclass::AMI>,
     pub instance_profile: String,
+    /// The capacity reservations the selector terms found, with EC2's counts.
+    pub capacity_reservations: Vec<capacity_reservation::Found>,
 }
 
 /// A NodeClass as the provider knows it: the spec, its hash, and the last resolution.
@@ -122,10 +124,10 @@ pub async fn resolve(
     let instance_profile = instance_profile(clients, name, spec, cluster)
         .await
         .map_err(|e| not_ready("InstanceProfileReady", "InstanceProfileNotFound", e))?;
-    // Placement groups and capacity reservations are accepted and kept, not resolved yet
-    // (issue 21): a NodeClass that asks for one is not Ready rather than launching
-    // instances outside what it asked for (upstream `nodeclass/placementgroup.go`,
-    // `capacityreservation.go` set these True when nothing is selected).
+    // Placement groups are accepted and kept, not resolved yet (issue 21): a NodeClass
+    // that asks for one is not Ready rather than launching instances outside what it
+    // asked for (upstream `nodeclass/placementgroup.go` sets this True when nothing is
+    // selected).
     if let Some(pg) = &spec.placement_group_selector {
         return Err(not_ready(
             "PlacementGroupReady",
@@ -136,22 +138,29 @@ pub async fn resolve(
             ),
         ));
     }
-    if spec
+    let terms = spec
         .capacity_reservation_selector_terms
-        .as_ref()
-        .is_some_and(|t| !t.is_empty())
-    {
-        return Err(not_ready(
-            "CapacityReservationsReady",
-            "CapacityReservationsResolutionFailed",
-            "capacityReservationSelectorTerms are not resolved by karpenter-tui yet".into(),
-        ));
-    }
+        .as_deref()
+        .unwrap_or_default();
+    let capacity_reservations = if terms.is_empty() {
+        Vec::new()
+    } else {
+        capacity_reservation::list(clients, terms, Utc::now())
+            .await
+            .map_err(|e| {
+                not_ready(
+                    "CapacityReservationsReady",
+                    "CapacityReservationsResolutionFailed",
+                    e,
+                )
+            })?
+    };
     Ok(Resolved {
         subnets,
         security_groups,
         amis,
         instance_profile,
+        capacity_reservations,
     })
 }
 
@@ -437,6 +446,11 @@ pub fn status(
         status.security_groups = r.security_groups.clone();
         status.amis = r.amis.clone();
         status.instance_profile = Some(r.instance_profile.clone());
+        status.capacity_reservations = r
+            .capacity_reservations
+            .iter()
+            .map(|f| f.status.clone())
+            .collect();
     }
     status
 }

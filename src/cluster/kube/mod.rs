@@ -431,6 +431,7 @@ impl Cluster for KubeCluster {
                     target,
                     annotations,
                 } => w.annotate(&target, &annotations).await,
+                Write::Relabel { target, labels } => w.relabel(&target, &labels).await,
             }
         }
     }

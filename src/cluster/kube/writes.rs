@@ -148,6 +148,30 @@ impl Writer {
         merge_patch(self.nodes(), &format!("Node {node}"), node, &patch).await
     }
 
+    /// Sets and removes labels on a NodeClaim or a Node (a merge patch: `null` removes).
+    pub async fn relabel(
+        &self,
+        target: &ObjectRef,
+        labels: &BTreeMap<String, Option<String>>,
+    ) -> Result<(), ClusterError> {
+        let patch = json!({"metadata": {"labels": labels}});
+        match target {
+            ObjectRef::NodeClaim(name) => {
+                merge_patch(
+                    self.nodeclaims(),
+                    &format!("NodeClaim {name}"),
+                    name,
+                    &patch,
+                )
+                .await
+            }
+            ObjectRef::Node(name) => {
+                merge_patch(self.nodes(), &format!("Node {name}"), name, &patch).await
+            }
+            other => Err(ClusterError::Api(format!("cannot relabel {other}"))),
+        }
+    }
+
     /// Writes a NodeClaim's status subresource (a merge patch: the conditions list is
     /// replaced whole, which is what the one controller owning them wants).
     pub async fn nodeclaim_status(

@@ -249,6 +249,50 @@ impl SimCluster {
                 target,
                 annotations,
             } => self.annotate(&target, annotations)?,
+            Write::Relabel { target, labels } => self.relabel(&target, labels)?,
+        }
+        Ok(())
+    }
+
+    /// Sets and removes labels on a NodeClaim or a Node, and reports the object changed.
+    fn relabel(
+        &mut self,
+        target: &ObjectRef,
+        labels: std::collections::BTreeMap<String, Option<String>>,
+    ) -> Result<(), ClusterError> {
+        fn apply(
+            map: &mut std::collections::BTreeMap<String, String>,
+            set: std::collections::BTreeMap<String, Option<String>>,
+        ) {
+            for (k, v) in set {
+                match v {
+                    Some(v) => map.insert(k, v),
+                    None => map.remove(&k),
+                };
+            }
+        }
+        match target {
+            ObjectRef::NodeClaim(name) => {
+                let c = self
+                    .nodeclaims
+                    .get_mut(name)
+                    .ok_or_else(|| not_found("NodeClaim", name))?;
+                apply(&mut c.labels, labels);
+                let c = c.clone();
+                self.emit(Change::Applied(Object::NodeClaim(Box::new(c))));
+            }
+            ObjectRef::Node(name) => {
+                let n = self
+                    .nodes
+                    .get_mut(name)
+                    .ok_or_else(|| not_found("Node", name))?;
+                apply(std::sync::Arc::make_mut(&mut n.object.labels), labels);
+                let obj = n.object.clone();
+                self.emit(Change::Applied(Object::Node(Box::new(obj))));
+            }
+            other => {
+                return Err(ClusterError::Api(format!("cannot relabel {other}")));
+            }
         }
         Ok(())
     }

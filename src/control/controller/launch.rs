@@ -212,7 +212,11 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                     price: i.price,
                     capacity: it.map(|t| t.capacity.clone()).unwrap_or_default(),
                     allocatable: it.map(|t| t.allocatable()).unwrap_or_default(),
-                    labels: it.map(|t| t.labels.clone()).unwrap_or_default(),
+                    labels: {
+                        let mut l = it.map(|t| t.labels.clone()).unwrap_or_default();
+                        l.extend(launched.labels.clone());
+                        l
+                    },
                     hostname: i.hostname.clone(),
                     at: now,
                     image_id: i.image_id.clone(),

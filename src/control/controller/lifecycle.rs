@@ -290,6 +290,8 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                 return;
             }
         };
+        self.sync_capacity_types(&instances, now).await;
+        self.expire_capacity_blocks(now).await;
         let live: HashSet<&str> = instances.iter().map(|i| i.provider_id.as_str()).collect();
         let lost: Vec<String> = self
             .registry

@@ -37,6 +37,7 @@ mod provisioner;
 mod records;
 mod registration;
 mod registry;
+mod reservations;
 mod snapshot;
 mod static_pools;
 mod status;

@@ -29,7 +29,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             // them against a fresh count).
             let results = self
                 .disruption
-                .simulate_in(&prepared, self.generation, |sim| sim.run(pods, &[]));
+                .simulate_in(&prepared, self.generation, |sim| sim.provision(pods));
             let pools: Vec<_> = results
                 .new_nodeclaims
                 .iter()

@@ -237,6 +237,7 @@ fn convert(t: RawType, region: &str, prefix: &str) -> Result<InstanceType, Catal
                 capacity_type: CapacityType::Spot,
                 price,
                 available: true,
+                reservation: None,
             });
         }
         if on_demand {
@@ -245,6 +246,7 @@ fn convert(t: RawType, region: &str, prefix: &str) -> Result<InstanceType, Catal
                 capacity_type: CapacityType::OnDemand,
                 price: t.on_demand,
                 available: true,
+                reservation: None,
             });
         }
     }

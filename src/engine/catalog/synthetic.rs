@@ -54,6 +54,7 @@ pub(super) fn generate(n: usize, seed: u64) -> Catalog {
                     capacity_type: CapacityType::Spot,
                     price: on_demand * (1.0 - discount),
                     available: true,
+                    reservation: None,
                 });
             }
             for zone in ZONES {
@@ -62,6 +63,7 @@ pub(super) fn generate(n: usize, seed: u64) -> Catalog {
                     capacity_type: CapacityType::OnDemand,
                     price: on_demand,
                     available: true,
+                    reservation: None,
                 });
             }
             let name = format!("fake-it-{i}");

@@ -30,6 +30,7 @@ pub fn instance_type(
         capacity_type: CapacityType::OnDemand,
         price: od,
         available: true,
+        reservation: None,
     }];
     if let Some(s) = spot {
         offerings.push(Offering {
@@ -37,6 +38,7 @@ pub fn instance_type(
             capacity_type: CapacityType::Spot,
             price: s,
             available: true,
+            reservation: None,
         });
     }
     let mut capacity = Resources::cpu_mem(cpu * 1000, mem_gib << 30);

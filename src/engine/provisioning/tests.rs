@@ -52,12 +52,14 @@ fn it(name: &str, cpu: i64, price: f64) -> Arc<InstanceType> {
             capacity_type: CapacityType::OnDemand,
             price,
             available: true,
+            reservation: None,
         });
         offerings.push(Offering {
             zone: z.to_string(),
             capacity_type: CapacityType::Spot,
             price: price * (0.3 + 0.1 * i as f64),
             available: true,
+            reservation: None,
         });
     }
     Arc::new(InstanceType {

@@ -8,6 +8,7 @@ use crate::api::labels;
 use crate::api::nodeclaim::Taint;
 use crate::engine::pod::HostPort;
 use crate::engine::requirements::{Requirements, allow_no_undefined, allow_well_known_labels};
+use crate::engine::reservation::Holds;
 use crate::engine::resources::{Resources, format_milli};
 
 use super::preferences::WorkPod;
@@ -99,6 +100,8 @@ pub struct PlannedClaim {
     pub headroom: Resources,
     pub pods: Vec<usize>,
     pub host_ports: Vec<HostPort>,
+    /// The capacity reservations it holds (see [`Holds`]).
+    pub reserved: Vec<String>,
 }
 
 impl PlannedClaim {
@@ -123,6 +126,7 @@ impl PlannedClaim {
             headroom: Resources::default(),
             pods: Vec::new(),
             host_ports: Vec::new(),
+            reserved: Vec::new(),
         };
         let mut largest = Resources::default();
         for &i in &c.options {
@@ -162,10 +166,14 @@ impl PlannedClaim {
 
     /// Adds the pod if some option still satisfies everything; upstream `NodeClaim.Add`.
     /// `inverse` as for [`ExistingSlot::try_add`]. With `explain` false the error is
-    /// empty: callers that only try claims in turn skip the formatting.
+    /// empty: callers that only try claims in turn skip the formatting. `holds` counts
+    /// the capacity reservations the solve's claims hold: a claim keeps (or takes) one
+    /// unit of each it could still launch into.
+    #[allow(clippy::too_many_arguments)]
     pub fn try_add(
         &mut self,
         t: &Template,
+        holds: &mut Holds,
         topology: &mut Topology,
         w: &WorkPod,
         idx: usize,
@@ -291,6 +299,25 @@ impl PlannedClaim {
                 let msg: Vec<String> = short.iter().map(ToString::to_string).collect();
                 return Err(format!("minValues not met: {}", msg.join("; ")));
             }
+        }
+        let hold = if holds.is_empty() {
+            None
+        } else {
+            let options = remaining.iter().map(|&i| &*t.options[i as usize].it);
+            match holds.to_hold(&self.hostname, options, req_ref, !self.reserved.is_empty()) {
+                Ok(ids) => Some(ids),
+                Err(e) => {
+                    return Err(if explain {
+                        e.to_string()
+                    } else {
+                        String::new()
+                    });
+                }
+            }
+        };
+        if let Some(ids) = hold {
+            holds.hold(&self.hostname, &ids);
+            self.reserved = ids;
         }
         self.options = remaining;
         self.requests = requests;

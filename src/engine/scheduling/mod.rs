@@ -42,6 +42,8 @@ pub use preferences::WorkPod;
 use simulator::SlotIndex;
 pub use simulator::{GroupCounts, Simulator};
 pub use template::{Template, TypeOption, offering_allowed};
+
+use crate::engine::reservation::Holds;
 pub use topology::{BoundPod, Kind as TopologyKind, Topology};
 
 /// Upstream's cap on instance-type options sent to the cloud provider per NodeClaim.
@@ -167,7 +169,7 @@ impl Results {
 
 /// Solves one batch of pods. Deterministic: the same input gives the same output.
 pub fn solve(input: &SolveInput, pods: &[&Pod]) -> Results {
-    Simulator::new(input).run(pods, &[])
+    Simulator::new(input).provision(pods)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -188,6 +190,7 @@ fn place(
     cursors: &mut FastMap<(usize, bool, i32), usize>,
     pinned: &mut PinnedClaims,
     price_cap: Option<(&[Vec<f64>], f64)>,
+    holds: &mut Holds,
 ) -> Result<Option<usize>, String> {
     let inverse = topology.inverse_selecting(&w.pod);
     let restricted = if w.has_topology || !inverse.is_empty() {
@@ -252,7 +255,15 @@ fn place(
             return false;
         }
         let ok = claim
-            .try_add(&templates[claim.template], topology, w, i, &inverse, false)
+            .try_add(
+                &templates[claim.template],
+                holds,
+                topology,
+                w,
+                i,
+                &inverse,
+                false,
+            )
             .is_ok();
         if !smallest.fits_in(&claim.headroom) {
             closed.push(c);
@@ -334,7 +345,7 @@ fn place(
         let hostname = format!("hostname-placeholder-{:04}", claims.len() + 1);
         topology.register(labels::HOSTNAME, &hostname);
         let mut claim = PlannedClaim::new(t, template, hostname, options);
-        match claim.try_add(template, topology, w, i, &inverse, true) {
+        match claim.try_add(template, holds, topology, w, i, &inverse, true) {
             Ok(()) => {
                 if let Some(r) = remaining[t].as_mut() {
                     // Pessimistic, as upstream: assume the largest option launches.
@@ -386,6 +397,7 @@ fn finalize(
     let t = &templates[c.template];
     let mut requirements = c.requirements;
     requirements.remove(labels::HOSTNAME);
+    crate::engine::reservation::pin(&mut requirements, &c.reserved);
     let mut priced: Vec<(f64, &TypeOption)> = c
         .options
         .iter()

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use crate::api::nodeclaim::TaintEffect;
 use crate::engine::pod::Pod;
 use crate::engine::requirements::HashedKey;
+use crate::engine::reservation::{Holds, ReservedMode};
 use crate::engine::resources::Resources;
 
 use super::node_memo::node_derived;
@@ -55,6 +56,9 @@ pub struct Simulator<'a> {
     slot_index: SlotIndex,
     /// Per template, per option: the cheapest offering the pool allows, USD/h.
     option_prices: Vec<Vec<f64>>,
+    /// Every capacity reservation the pools' types offer, none held: each run starts
+    /// from a copy.
+    holds: Holds,
     /// Slots excluded in the current run (all false between runs).
     skip: Vec<bool>,
     /// Tests only: try every open planned claim, without the pinned-domain index.
@@ -186,6 +190,12 @@ impl<'a> Simulator<'a> {
             .collect();
         let slot_ports = slots.iter().map(|s| s.host_ports.len()).collect();
         let room = SlotRoom::new(slots.iter().map(|s| &s.available));
+        let holds = Holds::new(
+            templates
+                .iter()
+                .flat_map(|t| t.options.iter().map(|o| &*o.it)),
+            ReservedMode::Fallback,
+        );
         let option_prices = templates
             .iter()
             .map(|t| {
@@ -227,6 +237,7 @@ impl<'a> Simulator<'a> {
             bound_by_label: FastMap::default(),
             slot_index: SlotIndex::default(),
             option_prices,
+            holds,
             skip: Vec::new(),
             plain_claim_scan: false,
         }
@@ -291,7 +302,16 @@ impl<'a> Simulator<'a> {
     /// Pods bound to an excluded node are moving: they stop counting in topology where
     /// they run today. Leaves the simulator as it found it.
     pub fn run(&mut self, pods: &[&Pod], excluded: &[usize]) -> Results {
-        self.solve(pods, excluded, None, None)
+        self.solve(pods, excluded, None, None, ReservedMode::Fallback)
+            .expect("a run without a claim limit runs to the end")
+    }
+
+    /// [`Simulator::run`] for the provisioner: a NodeClaim that could launch into a
+    /// capacity reservation but finds it all held takes no more pods (upstream's
+    /// provisioner disables the reserved-capacity fallback its disruption simulations
+    /// keep; see [`ReservedMode`]).
+    pub fn provision(&mut self, pods: &[&Pod]) -> Results {
+        self.solve(pods, &[], None, None, ReservedMode::Strict)
             .expect("a run without a claim limit runs to the end")
     }
 
@@ -314,7 +334,13 @@ impl<'a> Simulator<'a> {
         price_cap: Option<f64>,
         max_new_claims: usize,
     ) -> Option<Results> {
-        self.solve(pods, excluded, price_cap, Some(max_new_claims))
+        self.solve(
+            pods,
+            excluded,
+            price_cap,
+            Some(max_new_claims),
+            ReservedMode::Fallback,
+        )
     }
 
     fn solve(
@@ -323,6 +349,7 @@ impl<'a> Simulator<'a> {
         excluded: &[usize],
         price_cap: Option<f64>,
         claim_limit: Option<usize>,
+        mode: ReservedMode,
     ) -> Option<Results> {
         let input = self.input;
         let mut skip = std::mem::take(&mut self.skip);
@@ -421,6 +448,8 @@ impl<'a> Simulator<'a> {
             disabled: self.plain_claim_scan,
             ..Default::default()
         };
+        let mut holds = self.holds.clone();
+        holds.mode = mode;
         let mut q = queue::Queue::new(queue_pods, |i| &work[i].pod);
         // New claims that finalizing cannot fail (see `run_within`), and whether they
         // went over the caller's limit.
@@ -446,6 +475,7 @@ impl<'a> Simulator<'a> {
                 &mut cursors,
                 &mut pinned,
                 price_cap.map(|c| (self.option_prices.as_slice(), c)),
+                &mut holds,
             );
             match result {
                 Ok(slot) => {

@@ -36,6 +36,9 @@ impl TypeOption {
             labels::CAPACITY_TYPE,
             available().map(|o| o.capacity_type.as_str().to_string()),
         ));
+        for r in crate::engine::reservation::type_requirements(&it) {
+            requirements.add(r);
+        }
         TypeOption {
             allocatable: it.allocatable(),
             requirements,
@@ -58,12 +61,13 @@ impl TypeOption {
     }
 }
 
-/// True when the offering's zone and capacity type satisfy the requirements.
+/// True when the offering's zone, capacity type and reservation satisfy the requirements.
 pub fn offering_allowed(o: &Offering, reqs: &Requirements) -> bool {
     reqs.get(labels::ZONE).is_none_or(|r| r.has(&o.zone))
         && reqs
             .get(labels::CAPACITY_TYPE)
             .is_none_or(|r| r.has(o.capacity_type.as_str()))
+        && crate::engine::reservation::allowed(o, reqs)
 }
 
 /// A NodePool ready for scheduling.

@@ -22,12 +22,14 @@ fn it(name: &str, cpu: i64, mem_gib: i64, price: f64, zones: &[&str]) -> Arc<Ins
             capacity_type: CapacityType::OnDemand,
             price,
             available: true,
+            reservation: None,
         });
         offerings.push(Offering {
             zone: z.to_string(),
             capacity_type: CapacityType::Spot,
             price: price * 0.4,
             available: true,
+            reservation: None,
         });
     }
     Arc::new(InstanceType {

@@ -61,7 +61,7 @@ fn requirement_keys() {
         ),
         ("sigs.k8s.io/x", "label domain \"k8s.io\" is restricted"),
         (
-            "karpenter.k8s.aws/ec2nodeclass",
+            "karpenter.k8s.aws/not-a-label",
             "label domain \"karpenter.k8s.aws\" is restricted",
         ),
         (

@@ -7,7 +7,8 @@ use super::super::fixture::{Fixture, instance_type};
 use super::super::*;
 use super::{budget, fixture, hour, noon, outcome, pool, run};
 use crate::api::duration::GoDuration;
-use crate::engine::catalog::CapacityType::OnDemand;
+use crate::engine::catalog::CapacityType::{self, OnDemand};
+use crate::engine::state::StateNode;
 
 /// Upstream's `filterOutSameInstanceType`: when a replacement option is a type one of the
 /// candidates already runs, the replacement must be cheaper than that candidate; replacing
@@ -160,4 +161,49 @@ fn reserved_nodeclaims_count_against_the_budget() {
         1
     );
     assert_eq!((b[0].disrupting, b[0].reserved), (1, 1));
+}
+
+/// Reserved capacity costs the on-demand price over 10,000,000 (upstream's reserved
+/// offerings), so a node in a reservation is never replaced by a cheaper on-demand or
+/// spot node: the replacement must cost less than the candidate. The same node bought
+/// on demand is replaced.
+#[test]
+fn a_reserved_node_is_never_consolidated_into_on_demand() {
+    let mut types = vec![
+        instance_type("large", 2, 8, 0.096, Some(0.03)),
+        instance_type("2xlarge", 8, 32, 0.384, Some(0.12)),
+    ];
+    let mut big = (*types[1]).clone();
+    big.offerings
+        .push(crate::engine::reservation::reserved_offering(
+            super::super::fixture::ZONE,
+            0.384 / 1e7,
+            "cr-0a1",
+            0,
+        ));
+    types[1] = std::sync::Arc::new(big);
+    let mut f = Fixture::new(types, noon());
+    f.pool(pool(
+        "default",
+        vec![budget("100%")],
+        &["on-demand", "spot", "reserved"],
+    ));
+    // The reservation is full (this node is its only instance), as the provider counts it.
+    f.node("rsv", "default", "2xlarge", CapacityType::Reserved, hour())
+        .price = 0.384 / 1e7;
+    f.pod("p", "rsv", 500, 1024);
+    let pass = run(&f);
+    assert!(pass.command.is_none(), "{:?}", pass.command);
+    // Bought on demand, the same node is replaced by a large.
+    f.state.nodes[0] = StateNode::launched(
+        "od",
+        &f.state.nodepools["default"],
+        &f.types[1],
+        OnDemand,
+        noon() - hour(),
+    );
+    f.state.pods[0].node_name = Some("od".into());
+    let pass = run(&f);
+    let cmd = pass.command.as_ref().expect("a replacement");
+    assert!(!cmd.is_delete(), "{cmd:?}");
 }
