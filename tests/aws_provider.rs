@@ -855,12 +855,11 @@ async fn throttled_describe_calls_are_retried_with_backoff() {
     assert_eq!(&calls[..3], [true, true, false], "{calls:?}");
 }
 
-/// The template a fleet request used, as EC2 holds it: its user data (decoded) and its
-/// block devices (name, GiB, initialization rate).
-async fn template_of_fleet(
+/// The data of the launch template a fleet's first override used, as EC2 holds it.
+async fn template_data(
     peer: &MotoPeer,
     fleet: &serde_json::Value,
-) -> (String, Vec<(String, i32, Option<i32>)>) {
+) -> aws_sdk_ec2::types::ResponseLaunchTemplateData {
     let id = fleet["overrides"][0]["launch_template_id"]
         .as_str()
         .unwrap_or_else(|| panic!("{fleet}"));
@@ -871,9 +870,19 @@ async fn template_of_fleet(
         .send()
         .await
         .unwrap();
-    let data = versions.launch_template_versions()[0]
+    versions.launch_template_versions()[0]
         .launch_template_data()
-        .unwrap();
+        .unwrap()
+        .clone()
+}
+
+/// The template a fleet request used: its user data (decoded) and its block devices
+/// (name, GiB, initialization rate).
+async fn template_of_fleet(
+    peer: &MotoPeer,
+    fleet: &serde_json::Value,
+) -> (String, Vec<(String, i32, Option<i32>)>) {
+    let data = template_data(peer, fleet).await;
     let user_data = String::from_utf8(
         base64::engine::general_purpose::STANDARD
             .decode(data.user_data().unwrap())
@@ -1161,19 +1170,7 @@ async fn reservation_of_template(
     peer: &MotoPeer,
     fleet: &serde_json::Value,
 ) -> (Option<String>, Option<String>, Option<String>) {
-    let id = fleet["overrides"][0]["launch_template_id"]
-        .as_str()
-        .unwrap();
-    let versions = peer
-        .ec2(true)
-        .describe_launch_template_versions()
-        .launch_template_id(id)
-        .send()
-        .await
-        .unwrap();
-    let data = versions.launch_template_versions()[0]
-        .launch_template_data()
-        .unwrap();
+    let data = template_data(peer, fleet).await;
     let spec = data.capacity_reservation_specification();
     (
         spec.and_then(|s| s.capacity_reservation_preference())

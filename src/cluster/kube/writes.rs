@@ -156,19 +156,25 @@ impl Writer {
     ) -> Result<(), ClusterError> {
         let patch = json!({"metadata": {"labels": labels}});
         match target {
+            ObjectRef::NodeClaim(_) | ObjectRef::Node(_) => self.patch_meta(target, &patch).await,
+            other => Err(ClusterError::Api(format!("cannot relabel {other}"))),
+        }
+    }
+
+    /// A merge patch on a NodeClaim, Node or NodePool's metadata.
+    async fn patch_meta(&self, target: &ObjectRef, patch: &Value) -> Result<(), ClusterError> {
+        match target {
             ObjectRef::NodeClaim(name) => {
-                merge_patch(
-                    self.nodeclaims(),
-                    &format!("NodeClaim {name}"),
-                    name,
-                    &patch,
-                )
-                .await
+                merge_patch(self.nodeclaims(), &format!("NodeClaim {name}"), name, patch).await
             }
             ObjectRef::Node(name) => {
-                merge_patch(self.nodes(), &format!("Node {name}"), name, &patch).await
+                merge_patch(self.nodes(), &format!("Node {name}"), name, patch).await
             }
-            other => Err(ClusterError::Api(format!("cannot relabel {other}"))),
+            ObjectRef::NodePool(name) => {
+                let api: Api<NodePool> = Api::all(self.client.clone());
+                merge_patch(api, &format!("NodePool {name}"), name, patch).await
+            }
+            other => Err(ClusterError::Api(format!("cannot patch {other}"))),
         }
     }
 
@@ -357,18 +363,8 @@ impl Writer {
     ) -> Result<(), ClusterError> {
         let patch = json!({"metadata": {"annotations": annotations}});
         match target {
-            ObjectRef::NodeClaim(name) => {
-                merge_patch(
-                    self.nodeclaims(),
-                    &format!("NodeClaim {name}"),
-                    name,
-                    &patch,
-                )
-                .await
-            }
-            ObjectRef::NodePool(name) => {
-                let api: Api<NodePool> = Api::all(self.client.clone());
-                merge_patch(api, &format!("NodePool {name}"), name, &patch).await
+            ObjectRef::NodeClaim(_) | ObjectRef::NodePool(_) => {
+                self.patch_meta(target, &patch).await
             }
             ObjectRef::Settings => {
                 let what = format!("ConfigMap {}/{}", self.namespace, super::SETTINGS);

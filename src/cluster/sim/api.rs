@@ -260,17 +260,6 @@ impl SimCluster {
         target: &ObjectRef,
         labels: std::collections::BTreeMap<String, Option<String>>,
     ) -> Result<(), ClusterError> {
-        fn apply(
-            map: &mut std::collections::BTreeMap<String, String>,
-            set: std::collections::BTreeMap<String, Option<String>>,
-        ) {
-            for (k, v) in set {
-                match v {
-                    Some(v) => map.insert(k, v),
-                    None => map.remove(&k),
-                };
-            }
-        }
         match target {
             ObjectRef::NodeClaim(name) => {
                 let c = self
@@ -303,17 +292,6 @@ impl SimCluster {
         target: &ObjectRef,
         annotations: std::collections::BTreeMap<String, Option<String>>,
     ) -> Result<(), ClusterError> {
-        fn apply(
-            map: &mut std::collections::BTreeMap<String, String>,
-            set: std::collections::BTreeMap<String, Option<String>>,
-        ) {
-            for (k, v) in set {
-                match v {
-                    Some(v) => map.insert(k, v),
-                    None => map.remove(&k),
-                };
-            }
-        }
         match target {
             ObjectRef::NodeClaim(name) => {
                 let c = self
@@ -396,5 +374,18 @@ impl SimCluster {
             *self.pdb_spent.entry(k).or_default() += 1;
         }
         None
+    }
+}
+
+/// Sets (`Some`) and removes (`None`) keys of a label or annotation map.
+fn apply(
+    map: &mut std::collections::BTreeMap<String, String>,
+    set: std::collections::BTreeMap<String, Option<String>>,
+) {
+    for (k, v) in set {
+        match v {
+            Some(v) => map.insert(k, v),
+            None => map.remove(&k),
+        };
     }
 }
