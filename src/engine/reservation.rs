@@ -9,7 +9,7 @@
 //! `pkg/providers/instancetype/offering/reserved_capacity_resolver.go` (what an offering
 //! carries).
 
-use std::sync::{Arc, LazyLock};
+use std::sync::LazyLock;
 
 use crate::api::labels;
 use crate::api::nodeclaim::Operator;
@@ -261,14 +261,15 @@ fn offering_allowed(o: &Offering, reqs: &Requirements) -> bool {
     crate::engine::scheduling::offering_allowed(o, reqs)
 }
 
-/// A reserved offering for tests and scenarios.
+/// A reserved offering for tests.
+#[cfg(test)]
 pub fn reserved_offering(zone: &str, price: f64, id: &str, capacity: u32) -> Offering {
     Offering {
         zone: zone.to_string(),
         capacity_type: CapacityType::Reserved,
         price,
         available: capacity > 0,
-        reservation: Some(Arc::new(Reservation {
+        reservation: Some(std::sync::Arc::new(Reservation {
             id: id.to_string(),
             kind: ReservationKind::Default,
             interruptible: false,

@@ -86,13 +86,9 @@ pub fn overrides(
         return (None, Vec::new());
     };
     let ct = first.capacity_type;
-    let kind = |o: &Launch| o.reservation.as_ref().map(|r| (r.kind, r.interruptible));
     let mut types: Vec<&str> = Vec::new();
     let mut out: Vec<Override> = Vec::new();
-    for o in offerings
-        .iter()
-        .filter(|o| o.capacity_type == ct && kind(o) == kind(first))
-    {
+    for o in in_fleet(offerings) {
         if !types.contains(&o.instance_type.as_str()) {
             if types.len() == MAX_INSTANCE_TYPES {
                 continue;
@@ -121,6 +117,16 @@ pub fn overrides(
         }
     }
     (Some(ct), out)
+}
+
+/// The offerings one fleet takes: the first offering's capacity type and, for a reserved
+/// fleet, its reservation kind (CreateFleet takes one market type per call).
+pub fn in_fleet(offerings: &[Launch]) -> impl Iterator<Item = &Launch> {
+    let kind = |o: &Launch| o.reservation.as_ref().map(|r| (r.kind, r.interruptible));
+    let first = offerings.first().map(|f| (f.capacity_type, kind(f)));
+    offerings
+        .iter()
+        .filter(move |o| Some((o.capacity_type, kind(o))) == first)
 }
 
 fn tags(resource: ResourceType, tags: &BTreeMap<String, String>) -> TagSpecification {

@@ -161,18 +161,10 @@ impl AwsCloud {
         tags.insert(NODECLASS_TAG.into(), name.clone());
         let catalog = self.handle.catalog();
         let offerings = generic_offerings(&r.offerings, &catalog);
-        // One template per AMI and reservation target the fleet's offerings need (the
-        // first offering's capacity type and reservation kind, as `fleet::overrides`
-        // keeps).
+        // One template per AMI and reservation target the fleet's offerings need.
         let mut template_of: BTreeMap<(String, ReservationTarget), String> = BTreeMap::new();
         let mut ami_of_type: BTreeMap<String, String> = BTreeMap::new();
-        let kind = |o: &Launch| o.reservation.as_ref().map(|r| (r.kind, r.interruptible));
-        let fleet_offerings = offerings.iter().filter(|o| {
-            offerings
-                .first()
-                .is_some_and(|f| o.capacity_type == f.capacity_type && kind(o) == kind(f))
-        });
-        for o in fleet_offerings {
+        for o in fleet::in_fleet(&offerings) {
             let ami = match ami_of_type.get(&o.instance_type) {
                 Some(a) => a.clone(),
                 None => {

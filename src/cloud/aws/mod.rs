@@ -218,12 +218,16 @@ impl CloudProvider for AwsCloud {
             .instance_types
             .iter()
             .filter(|it| resolved.amis.iter().any(|a| ami_serves(a, it)))
-            .filter_map(|it| {
-                let mut it = it.clone();
+            .filter_map(|source| {
+                let mut it = source.clone();
                 it.offerings.retain(|o| zones.contains(&o.zone.as_str()));
-                let on_demand = self.handle.price(&it.name, "", CapacityType::OnDemand);
                 for r in &resolved.capacity_reservations {
                     if r.status.instance_type == it.name {
+                        let on_demand = source
+                            .offerings
+                            .iter()
+                            .find(|o| o.capacity_type == CapacityType::OnDemand)
+                            .map(|o| o.price);
                         it.offerings.push(capacity_reservation::offering(
                             &r.status,
                             on_demand,

@@ -1,6 +1,7 @@
 //! Reserved offerings: tried first, never promised past their count, pinned once held.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use super::*;
 use crate::api::nodepool::NodePool;
