@@ -147,20 +147,23 @@ pub struct EC2NodeClassSpec {
     /// The placement group to launch into (kept, not acted on).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub placement_group_selector: Option<PlacementGroupSelector>,
-    /// The network interface layout, e.g. EFA-only interfaces (kept, not acted on).
+    /// The network interface layout, e.g. EFA-only interfaces: the launch template's
+    /// interfaces, and only instance types with those cards and EFA interfaces.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[x_kube(validation = Rule::new("self.size() == 0 || self.exists(x, x.deviceIndex == 0 && x.networkCardIndex == 0 && x.interfaceType == 'interface')").message("networkInterfaces must include a primary interface with interfaceType='interface'"))]
     #[x_kube(validation = Rule::new("self.all(x, self.filter(y, x.networkCardIndex == y.networkCardIndex && x.deviceIndex == y.deviceIndex).size() == 1 && (x.interfaceType != 'efa-only' || self.filter(y, x.networkCardIndex == y.networkCardIndex && y.interfaceType == 'efa-only').size() == 1))").message("networkInterfaces must not have duplicate networkCardIndex and deviceIndex pairs, and can have at most one efa device per network card"))]
     #[schemars(length(max = 150))]
     pub network_interfaces: Option<Vec<NetworkInterface>>,
-    /// IPv4 prefixes per interface (kept, not acted on).
+    /// IPv4 prefixes per interface (prefix delegation), set on every interface but
+    /// EFA-only ones.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
     pub ip_prefix_count: Option<i32>,
-    /// Connection tracking timeouts (kept, not acted on).
+    /// Connection tracking timeouts of the interfaces (not EFA-only ones); Nitro types
+    /// only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connection_tracking: Option<ConnectionTracking>,
-    /// CPU options (kept, not acted on).
+    /// CPU options: nested virtualization, on types whose processor supports it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_options: Option<CpuOptions>,
 }

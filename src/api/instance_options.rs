@@ -3,8 +3,9 @@
 //! CPU options.
 //!
 //! Field names and CRD markers mirror the AWS provider's `pkg/apis/v1/ec2nodeclass.go` at
-//! v1.14.1. We accept and keep them (an upstream-written EC2NodeClass survives a round
-//! trip through our types and CRDs); the launch path does not act on them yet. Enum-like
+//! v1.14.1, so an upstream-written EC2NodeClass survives a round trip through our types
+//! and CRDs. The AWS provider puts them into the launch template and offers only the
+//! instance types they are possible on (`cloud::aws::compatibility`). Enum-like
 //! fields are strings with the CRD's `enum`, so a newer value never makes the object
 //! unreadable.
 

@@ -35,6 +35,9 @@ pub struct LaunchRequest {
     /// kubelet's `--node-labels` and `--register-with-taints`.
     pub labels: BTreeMap<String, String>,
     pub taints: Vec<Taint>,
+    /// What the NodeClaim's pods request (its spec.resources.requests): pods asking for
+    /// EFA devices get a launch with EFA interfaces.
+    pub requests: crate::engine::resources::Resources,
 }
 
 /// A running (or starting) instance.

@@ -68,7 +68,9 @@ Gaps named in the plan, and how each is filled:
     override is ICE it has no instances and lists every error, with HTTP 200. The fleet
     is registered with moto too (DescribeFleets, DescribeFleetInstances and
     DeleteFleets know it), and each request is recorded for GET /_peer/fleets (12).
-    Templates targeting capacity reservations launch into them (15).
+    Templates targeting capacity reservations launch into them (15), templates with a
+    Placement group into it (18), templates with NetworkInterfaces get them (19); both
+    are checked before injected ICE, each failure a CreateFleetError of its override.
  3. DescribeSpotPriceHistory answers a placeholder (every offering at 0.00001, dated
     2006, description "Linux/UNIX (Amazon VPC)"), and its product-description filter
     matches nothing. It is replaced: one record per instance type and zone of
@@ -105,7 +107,12 @@ Found beyond those (moto 5.2.5), and how each is handled:
     template only). The data now holds the TagSpecifications as sent in
     LaunchTemplateData, and no UserData key when none was sent. Everything else in
     LaunchTemplateData (MetadataOptions, UserData base64, BlockDeviceMappings,
-    SecurityGroupIds, ImageId, IamInstanceProfile) comes back as sent.
+    SecurityGroupIds, ImageId, IamInstanceProfile) comes back as sent, and so do
+    (checked, moto keeps them) NetworkInterfaces with DeviceIndex, NetworkCardIndex,
+    Groups, InterfaceType, Ipv4PrefixCount and ConnectionTrackingSpecification
+    {TcpEstablishedTimeout, UdpStreamTimeout, UdpTimeout},
+    CpuOptions.NestedVirtualization and Placement {GroupId, GroupName, PartitionNumber},
+    from CreateLaunchTemplateVersion too.
  8. CreateTags on an instance id that does not exist succeeded; now it is
     InvalidInstanceID.NotFound ("The instance ID 'ID' does not exist"), as EC2.
  9. DeleteLaunchTemplate of an unknown name answered MissingParameter, of an unknown id
@@ -132,12 +139,17 @@ TagInstanceProfile, RemoveRoleFromInstanceProfile, DeleteInstanceProfile work as
 
 Test controls, plain HTTP on the same port, JSON in and out (errors: {"error": "..."}
 with 400, unknown controls 404). Control requests are neither logged nor throttled. A
-body may name "region" (default us-east-1) for ssm, ami and capacity-reservations (a GET
-too).
+body may name "region" (default us-east-1) for ssm, ami, capacity-reservations (a GET
+too) and placement-groups/state.
 10. ICE. `POST /_peer/ice` {"pairs": [{"instance_type": "m5.large", "zone":
-    "us-east-1a", "capacity_type": "on-demand" | "spot" | null}]} replaces the set and
-    answers it as {"pairs": [...]}; `GET /_peer/ice` answers it; `DELETE /_peer/ice`
-    empties it. CreateFleet (2) reads it.
+    "us-east-1a", "capacity_type": "on-demand" | "spot" | null, "placement_group":
+    "pg-..." | null (default), "partition": 1-7 | null (default; only with a group)}]}
+    replaces the set and answers it as {"pairs": [...]} (every key present); `GET
+    /_peer/ice` answers it; `DELETE /_peer/ice` empties it. CreateFleet (2) reads it: a
+    pair without placement_group fails every launch of its type, zone and capacity type,
+    in a placement group or not; one with placement_group only launches into that group
+    (and, with partition, into that partition: a partition EC2 assigns (18) is then
+    chosen among the others, and when none is left the launch fails).
 11. Throttling. `POST /_peer/throttle` {"action": "DescribeInstanceTypes", "count": 2}
     sets how many of the next calls of that action (of any service) are refused
     without reaching moto: EC2 with HTTP 503 and <Response><Errors><Error><Code>
@@ -244,13 +256,82 @@ too).
     CapacityReservationSpecification {CapacityReservationPreference open}); a Capacity
     Block's are terminated. It answers {"reservation": {...}, "released": [instance
     ids], "terminated": [instance ids]}; an unknown id is a 400.
+17. Placement groups, which moto lacks, per region. CreatePlacementGroup: GroupName
+    (required: MissingParameter; unique among the region's groups not deleted:
+    InvalidPlacementGroup.Duplicate "The Placement Group 'NAME' already exists."),
+    Strategy cluster | partition | spread (else InvalidParameterValue; absent,
+    MissingParameter), PartitionCount 1-7 (default 2; partition only, else
+    InvalidParameterCombination; out of range InvalidParameterValue), SpreadLevel host |
+    rack (default rack; spread only), TagSpecifications of ResourceType placement-group
+    (another type: InvalidParameterValue). It answers the PlacementGroup: GroupName,
+    State available, Strategy, PartitionCount (partition groups only), GroupId ("pg-"
+    and 17 hex digits), Tags, GroupArn (arn:aws:ec2:REGION:ACCOUNT:placement-group/
+    NAME), SpreadLevel (spread groups only). DescribePlacementGroups: every group in
+    creation order, narrowed by GroupNames (an unknown one is
+    InvalidPlacementGroup.Unknown "The Placement Group 'NAME' is unknown."), GroupIds
+    (an unknown one InvalidPlacementGroupId.NotFound, one not pg-HEX
+    InvalidPlacementGroupId.Malformed) and the filters group-name, group-id, group-arn,
+    state, strategy, spread-level, partition-count, tag:KEY, tag-key (with * and ?;
+    another filter is InvalidParameterValue). DeletePlacementGroup (GroupName) forgets
+    the group; InvalidPlacementGroup.Unknown when there is none,
+    InvalidPlacementGroup.InUse ("The placement group 'NAME' is in use and may not be
+    deleted.") while an instance not terminated is in it. Tags are the record's:
+    CreateTags does not reach groups.
+18. CreateFleet into placement groups. An override's group is its launch template
+    version's Placement (GroupId, else GroupName; PartitionNumber), or the override's
+    Placement when that names a group (the override's PartitionNumber wins in any case;
+    an override's Placement.GroupName is echoed in its answer's overrides). Each failure
+    is a CreateFleetError of that override, and the next override is tried: unknown (or
+    deleted) group, InvalidPlacementGroup.Unknown "The Placement Group 'REF' is
+    unknown."; a group pending or deleting (20), InvalidParameterValue; an instance type
+    whose PlacementGroupInfo.SupportedStrategies lacks the group's strategy,
+    InvalidParameterCombination ("The instance type TYPE does not support the STRATEGY
+    placement group strategy."); spread: when the zone would have more than seven
+    instances of the group that are not terminated, InsufficientInstanceCapacity
+    "You've reached the limit of instances in this spread placement group. A spread
+    placement group can have up to seven instances per Availability Zone."; partition:
+    a PartitionNumber outside 1..PartitionCount, InvalidParameterValue (one on a group
+    of another strategy, InvalidParameterCombination); without one, each instance goes
+    to the partition with the fewest instances of the group that are not terminated
+    (the lowest number on ties); cluster: recorded only. DescribeInstances shows
+    Placement.GroupName, GroupId and, in a partition group, PartitionNumber, and filters
+    placement-group-name.
+19. CreateFleet with launch template NetworkInterfaces (moto's launch ignored them).
+    The instance's security groups are those of the interface at DeviceIndex 0 on
+    NetworkCardIndex 0 (absent: 0), or, without interfaces, SecurityGroupIds. The
+    override's subnet is the primary interface's (without a SubnetId in the override,
+    the primary interface's own SubnetId, when in the zone asked for); another
+    interface takes its own SubnetId, else the instance's. CreateFleetErrors, checked
+    against the instance type's NetworkInfo: SecurityGroupIds (or SecurityGroups) with
+    interfaces, InvalidParameterCombination "Network interfaces and an instance-level
+    security groups may not be specified on the same request"; an unknown group,
+    InvalidGroup.NotFound; AssociatePublicIpAddress true with more than one interface,
+    InvalidParameterCombination; NetworkCardIndex >= MaximumNetworkCards, more
+    interfaces on a card than its MaximumNetworkInterfaces or a DeviceIndex >= it, a
+    (card, device index) twice, InvalidParameterValue; InterfaceType efa or efa-only on
+    a card whose InterfaceTypes lacks it, or more efa and efa-only interfaces than
+    EfaInfo.MaximumEfaInterfaces, InvalidParameterCombination naming the type; an
+    efa-only interface that is primary or has Ipv4PrefixCount or
+    AssociatePublicIpAddress (either value), InvalidParameterValue. DescribeInstances
+    (and DescribeNetworkInterfaces) show every interface: Attachment.DeviceIndex and
+    NetworkCardIndex, InterfaceType, its own Groups (else the VPC's default group),
+    Ipv4Prefixes (Ipv4PrefixCount /28 prefixes of its subnet, from the top down, held
+    until the instance terminates), ConnectionTrackingConfiguration as the template
+    asked; efa-only interfaces have no IP address.
+20. `POST /_peer/placement-groups/state` {"region" (default us-east-1), "name", "state":
+    "pending" | "available" | "deleting" | "deleted"} sets a group's state (a group in
+    state deleted stays listed with it, counts as unknown to CreateFleet and
+    DeletePlacementGroup, and its name can be taken again); answers {"placement_group":
+    {...as DescribePlacementGroups}}; an unknown name or state is a 400.
 """
 
 from __future__ import annotations
 
+import collections
 import datetime
 import hashlib
 import io
+import ipaddress
 import json
 import os
 import re
@@ -261,13 +342,24 @@ import uuid
 
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.core.responses import ActionResult
-from moto.ec2.exceptions import EC2ClientError, InvalidInstanceIdError
+from moto.core.utils import utcnow
+from moto.ec2 import utils as ec2_utils
+from moto.ec2.exceptions import (
+    EC2ClientError,
+    InvalidInstanceIdError,
+    MissingParameterError,
+)
 from moto.ec2.models import ec2_backends
 from moto.ec2.models.amis import Ami
+from moto.ec2.models.elastic_network_interfaces import NetworkInterface
 from moto.ec2.models.fleets import Fleet
-from moto.ec2.models.instance_types import INSTANCE_TYPE_OFFERINGS
+from moto.ec2.models.instance_types import INSTANCE_TYPE_OFFERINGS, INSTANCE_TYPES
 from moto.ec2.responses import EC2Response
-from moto.ec2.utils import filter_iam_instance_profiles, random_fleet_id
+from moto.ec2.utils import (
+    filter_iam_instance_profiles,
+    random_eni_attach_id,
+    random_fleet_id,
+)
 from moto.iam.exceptions import NotFoundException as IAMNotFound
 from moto.moto_server.werkzeug_app import (
     DomainDispatcherApplication,
@@ -325,6 +417,10 @@ class State:
         self.capacity_reservations: dict[str, list[dict]] = {}
         # instance id -> (region, reservation id) while it holds a reservation's slot.
         self.reserved_instances: dict[str, tuple[str, str]] = {}
+        # region -> placement groups (17), in the order created.
+        self.placement_groups: dict[str, list[dict]] = {}
+        # instance id -> [(subnet, "a.b.c.d/28")]: its interfaces' prefixes (19).
+        self.instance_prefixes: dict[str, list[tuple]] = {}
 
 
 STATE = State()
@@ -660,6 +756,15 @@ def describe_capacity_reservations(self) -> ActionResult:
             )
     if ids:
         records = [r for r in records if r["id"] in ids]
+    records = filter_records(records, filters, CR_FILTERS)
+    rows = [reservation_result(self.ec2_backend, r) for r in records]
+    return ActionResult(paged(rows, start, size, "CapacityReservations"))
+
+
+def filter_records(records: list[dict], filters: dict, fields: dict) -> list[dict]:
+    """The records (each with a "tags" dict) an EC2 Describe call's filters keep:
+    tag:KEY, tag-key, and each name of `fields` (what it reads; None never matches),
+    with * and ? wildcards; any other filter is InvalidParameterValue."""
     for name, values in filters.items():
         pattern = wildcard(values)
         if name.startswith("tag:"):
@@ -669,14 +774,17 @@ def describe_capacity_reservations(self) -> ActionResult:
             ]
         elif name == "tag-key":
             records = [r for r in records if any(pattern.match(k) for k in r["tags"])]
-        elif name in CR_FILTERS:
-            records = [r for r in records if pattern.match(CR_FILTERS[name](r))]
+        elif name in fields:
+            records = [
+                r
+                for r in records
+                if fields[name](r) is not None and pattern.match(str(fields[name](r)))
+            ]
         else:
             raise EC2ClientError(
                 "InvalidParameterValue", f"The filter '{name}' is invalid"
             )
-    rows = [reservation_result(self.ec2_backend, r) for r in records]
-    return ActionResult(paged(rows, start, size, "CapacityReservations"))
+    return records
 
 
 def reservation_result(backend, r: dict) -> dict:
@@ -714,19 +822,452 @@ def reservation_result(backend, r: dict) -> dict:
     return out
 
 
+# --- placement groups (17, 18, 20) ---------------------------------------------------
+
+PG_STRATEGIES = ("cluster", "partition", "spread")
+PG_SPREAD_LEVELS = ("host", "rack")
+PG_STATES = ("pending", "available", "deleting", "deleted")
+PG_ID = re.compile(r"^pg-[0-9a-f]+$")
+PG_MAX_PARTITIONS = 7
+SPREAD_MAX_PER_ZONE = 7
+SPREAD_FULL = (
+    "You've reached the limit of instances in this spread placement group. A spread "
+    "placement group can have up to seven instances per Availability Zone."
+)
+# DescribePlacementGroups' filters besides tag:KEY and tag-key: what each reads.
+PG_FILTERS = {
+    "group-name": lambda g: g["name"],
+    "group-id": lambda g: g["id"],
+    "group-arn": lambda g: g["arn"],
+    "state": lambda g: g["state"],
+    "strategy": lambda g: g["strategy"],
+    "spread-level": lambda g: g["spread_level"],
+    "partition-count": lambda g: g["partition_count"],
+}
+
+
+def unknown_group(ref: str) -> EC2ClientError:
+    return EC2ClientError(
+        "InvalidPlacementGroup.Unknown", f"The Placement Group '{ref}' is unknown."
+    )
+
+
+def find_group(region: str, group_id=None, name=None, live=True) -> dict | None:
+    """The region's placement group with that id (else that name); with `live`, one
+    in state deleted counts as gone, as EC2 treats a deleted group."""
+    for g in STATE.placement_groups.get(region, []):
+        if live and g["state"] == "deleted":
+            continue
+        if (group_id and g["id"] == group_id) or (not group_id and g["name"] == name):
+            return g
+    return None
+
+
+def group_members(backend, group_id: str) -> list:
+    """The instances of a placement group that are not terminated."""
+    return [
+        i
+        for i in backend.all_instances()
+        if i.state != "terminated"
+        and getattr(i.placement, "group_id", None) == group_id
+    ]
+
+
+def placement_group_result(g: dict) -> dict:
+    """One PlacementGroup as CreatePlacementGroup and DescribePlacementGroups answer it:
+    PartitionCount for partition groups only, SpreadLevel for spread groups only."""
+    out = {
+        "GroupName": g["name"],
+        "State": g["state"],
+        "Strategy": g["strategy"],
+        "GroupId": g["id"],
+        "Tags": [{"Key": k, "Value": v} for k, v in g["tags"].items()],
+        "GroupArn": g["arn"],
+    }
+    if g["partition_count"] is not None:
+        out["PartitionCount"] = g["partition_count"]
+    if g["spread_level"] is not None:
+        out["SpreadLevel"] = g["spread_level"]
+    return out
+
+
+def placement_group_tags(specs: list) -> dict[str, str]:
+    """The tags of CreatePlacementGroup's TagSpecifications (ResourceType
+    placement-group; another type is InvalidParameterValue)."""
+    tags: dict[str, str] = {}
+    for spec in specs:
+        rtype = spec.get("ResourceType")
+        if rtype != "placement-group":
+            raise EC2ClientError(
+                "InvalidParameterValue",
+                f"'{rtype}' is not a valid taggable resource type for this operation.",
+            )
+        for tag in spec.get("Tags") or []:
+            tags[tag["Key"]] = tag.get("Value", "")
+    return tags
+
+
+def strategy_options(strategy, partition_count, spread_level) -> tuple:
+    """(partition count, spread level) of a new group, checked as EC2 does: partition
+    count 1-7 (default 2) for partition groups only, spread level host or rack (default
+    rack) for spread groups only."""
+    if strategy not in PG_STRATEGIES:
+        raise EC2ClientError(
+            "InvalidParameterValue",
+            f"Value ({strategy}) for parameter strategy is invalid. "
+            f"Valid values are: {', '.join(PG_STRATEGIES)}",
+        )
+    if partition_count is not None and strategy != "partition":
+        raise EC2ClientError(
+            "InvalidParameterCombination",
+            "PartitionCount can only be specified with the partition strategy.",
+        )
+    if spread_level is not None and strategy != "spread":
+        raise EC2ClientError(
+            "InvalidParameterCombination",
+            "SpreadLevel can only be specified with the spread strategy.",
+        )
+    if strategy == "partition":
+        count = 2 if partition_count is None else int(partition_count)
+        if not 1 <= count <= PG_MAX_PARTITIONS:
+            raise EC2ClientError(
+                "InvalidParameterValue",
+                f"Value ({count}) for parameter partitionCount is invalid. "
+                f"It must be between 1 and {PG_MAX_PARTITIONS}.",
+            )
+        return count, None
+    if strategy == "spread":
+        level = spread_level or "rack"
+        if level not in PG_SPREAD_LEVELS:
+            raise EC2ClientError(
+                "InvalidParameterValue",
+                f"Value ({level}) for parameter spreadLevel is invalid. "
+                "Valid values are: host, rack",
+            )
+        return None, level
+    return None, None
+
+
+def create_placement_group(self) -> ActionResult:
+    """17: CreatePlacementGroup, into the region's groups."""
+    name = self._get_param("GroupName")
+    strategy = self._get_param("Strategy")
+    if not name:
+        raise MissingParameterError("groupName")
+    if not strategy:
+        raise MissingParameterError("strategy")
+    if len(name) > 255 or not name.isascii():
+        raise EC2ClientError(
+            "InvalidParameterValue",
+            f"Value ({name}) for parameter groupName is invalid. "
+            "It must be up to 255 ASCII characters.",
+        )
+    partition_count, spread_level = strategy_options(
+        strategy, self._get_param("PartitionCount"), self._get_param("SpreadLevel")
+    )
+    tags = placement_group_tags(self._get_param("TagSpecifications", []) or [])
+    self.error_on_dryrun()
+    with LOCK:
+        if find_group(self.region, name=name) is not None:
+            raise EC2ClientError(
+                "InvalidPlacementGroup.Duplicate",
+                f"The Placement Group '{name}' already exists.",
+            )
+        groups = STATE.placement_groups.setdefault(self.region, [])
+        groups[:] = [g for g in groups if g["name"] != name]
+        record = {
+            "id": "pg-" + uuid.uuid4().hex[:17],
+            "name": name,
+            "arn": f"arn:aws:ec2:{self.region}:{ACCOUNT}:placement-group/{name}",
+            "strategy": strategy,
+            "partition_count": partition_count,
+            "spread_level": spread_level,
+            "state": "available",
+            "tags": tags,
+        }
+        groups.append(record)
+        return ActionResult({"PlacementGroup": placement_group_result(record)})
+
+
+def describe_placement_groups(self) -> ActionResult:
+    """17: DescribePlacementGroups: GroupNames (an unknown one is
+    InvalidPlacementGroup.Unknown), GroupIds (InvalidPlacementGroupId.NotFound, or
+    .Malformed), and filters."""
+    self.error_on_dryrun()
+    names = list(self._get_param("GroupNames", []) or [])
+    ids = list(self._get_param("GroupIds", []) or [])
+    filters = self._filters_from_querystring()
+    with LOCK:
+        groups = [dict(g) for g in STATE.placement_groups.get(self.region, [])]
+    for name in names:
+        if not any(g["name"] == name for g in groups):
+            raise unknown_group(name)
+    for group_id in ids:
+        if not PG_ID.match(group_id):
+            raise EC2ClientError(
+                "InvalidPlacementGroupId.Malformed",
+                f'Invalid id: "{group_id}" (expecting "pg-...")',
+            )
+        if not any(g["id"] == group_id for g in groups):
+            raise EC2ClientError(
+                "InvalidPlacementGroupId.NotFound",
+                f"The Placement Group ID '{group_id}' does not exist.",
+            )
+    if names:
+        groups = [g for g in groups if g["name"] in names]
+    if ids:
+        groups = [g for g in groups if g["id"] in ids]
+    groups = filter_records(groups, filters, PG_FILTERS)
+    return ActionResult(
+        {"PlacementGroups": [placement_group_result(g) for g in groups]}
+    )
+
+
+def delete_placement_group(self) -> ActionResult:
+    """17: DeletePlacementGroup; InvalidPlacementGroup.InUse while an instance that is
+    not terminated is in it."""
+    name = self._get_param("GroupName")
+    if not name:
+        raise MissingParameterError("groupName")
+    self.error_on_dryrun()
+    with LOCK:
+        group = find_group(self.region, name=name)
+        if group is None:
+            raise unknown_group(name)
+        if group_members(self.ec2_backend, group["id"]):
+            raise EC2ClientError(
+                "InvalidPlacementGroup.InUse",
+                f"The placement group '{name}' is in use and may not be deleted.",
+            )
+        STATE.placement_groups[self.region].remove(group)
+    return ActionResult({"Return": True})
+
+
+def set_placement_group_state(region: str, name: str, state: str) -> dict:
+    """20: sets a group's state (the newest group of that name, deleted ones too)."""
+    if state not in PG_STATES:
+        raise ValueError(f"state {state!r} is not one of {PG_STATES}")
+    group = find_group(region, name=name) or find_group(region, name=name, live=False)
+    if group is None:
+        raise ValueError(f"no placement group {name!r} in {region}")
+    group["state"] = state
+    return {"placement_group": placement_group_result(group)}
+
+
+def placement_request(data: dict, override: dict) -> dict:
+    """The placement a fleet override asks for: GroupId, GroupName and PartitionNumber
+    of the launch template's Placement, or of the override's when it names a group (its
+    PartitionNumber wins in any case)."""
+    template = data.get("Placement") or {}
+    mine = override.get("Placement") or {}
+    source = mine if (mine.get("GroupId") or mine.get("GroupName")) else template
+    out = {
+        k: source[k]
+        for k in ("GroupId", "GroupName", "PartitionNumber")
+        if source.get(k) not in (None, "")
+    }
+    if mine.get("PartitionNumber") is not None:
+        out["PartitionNumber"] = mine["PartitionNumber"]
+    if "PartitionNumber" in out:
+        out["PartitionNumber"] = int(out["PartitionNumber"])
+    return out
+
+
+def plan_placement(backend, c, capacity_type, count, honour_ice) -> tuple | None:
+    """18: the placement group of one override's launch, as c["plan"] {"group",
+    "partitions" (one per instance, partition groups only)}, or (code, message) of the
+    CreateFleetError that stops it: unknown or unavailable group, a strategy the
+    instance type does not support, a full spread zone, a bad partition number."""
+    c["plan"] = None
+    want = c["placement"]
+    ref = want.get("GroupId") or want.get("GroupName")
+    if not ref:
+        return None
+    region = backend.region_name
+    group = find_group(region, want.get("GroupId"), want.get("GroupName"))
+    if group is None:
+        return (
+            "InvalidPlacementGroup.Unknown",
+            f"The Placement Group '{ref}' is unknown.",
+        )
+    problem = group_problem(backend, c, group, count)
+    if problem:
+        return problem
+    partitions = None
+    if group["strategy"] == "partition":
+        partitions, problem = assign_partitions(
+            backend, c, group, capacity_type, count, honour_ice
+        )
+        if problem:
+            return problem
+    elif want.get("PartitionNumber") is not None:
+        return (
+            "InvalidParameterCombination",
+            (
+                "A partition number can only be specified for a partition placement "
+                f"group ('{group['name']}' is {group['strategy']})."
+            ),
+        )
+    c["plan"] = {"group": group, "partitions": partitions}
+    return None
+
+
+def group_problem(backend, c, group, count) -> tuple | None:
+    """Why a launch of `count` instances of c's type and zone cannot go into the group:
+    not available, a strategy the type lacks, or (spread) seven in the zone already."""
+    if group["state"] != "available":
+        return (
+            "InvalidPlacementGroup.Unknown"
+            if group["state"] == "deleted"
+            else "InvalidParameterValue",
+            (
+                f"The Placement Group '{group['name']}' is not available "
+                f"(state {group['state']})."
+            ),
+        )
+    itype = c["instance_type"]
+    info = (INSTANCE_TYPES.get(itype) or {}).get("PlacementGroupInfo")
+    if info is not None and group["strategy"] not in info["SupportedStrategies"]:
+        return (
+            "InvalidParameterCombination",
+            (
+                f"The instance type {itype} does not support the {group['strategy']} "
+                "placement group strategy."
+            ),
+        )
+    if group["strategy"] == "spread":
+        in_zone = [
+            i
+            for i in group_members(backend, group["id"])
+            if i.placement.zone == c["zone"]
+        ]
+        if len(in_zone) + count > SPREAD_MAX_PER_ZONE:
+            return "InsufficientInstanceCapacity", SPREAD_FULL
+    return None
+
+
+def assign_partitions(backend, c, group, capacity_type, count, honour_ice) -> tuple:
+    """(partitions, problem): the partition of each of `count` instances. A
+    PartitionNumber asked for must be 1..PartitionCount (InvalidParameterValue);
+    otherwise, as EC2 does, each instance goes to the partition with the fewest
+    instances of the group that are not terminated (the lowest number on ties), leaving
+    out partitions injected ICE (10) fails (none left: InsufficientInstanceCapacity)."""
+    total = group["partition_count"]
+    asked = c["placement"].get("PartitionNumber")
+    if asked is not None:
+        if not 1 <= asked <= total:
+            return None, (
+                "InvalidParameterValue",
+                (
+                    f"Value ({asked}) for parameter partitionNumber is invalid. The "
+                    f"placement group '{group['name']}' has partitions 1 to {total}."
+                ),
+            )
+        return [asked] * count, None
+    loads = collections.Counter(
+        getattr(i.placement, "partition_number", None)
+        for i in group_members(backend, group["id"])
+    )
+    allowed = [
+        p
+        for p in range(1, total + 1)
+        if not (
+            honour_ice
+            and is_ice(c["instance_type"], c["zone"], capacity_type, group["id"], p)
+        )
+    ]
+    if not allowed:
+        return None, ("InsufficientInstanceCapacity", ice_message(c))
+    out = []
+    for _ in range(count):
+        p = min(allowed, key=lambda n: (loads[n], n))
+        loads[p] += 1
+        out.append(p)
+    return out, None
+
+
+def place_instance(instance, plan: dict | None, index: int) -> None:
+    """DescribeInstances shows the group in Placement: GroupName, GroupId and, in a
+    partition group, PartitionNumber."""
+    if not plan:
+        return
+    group = plan["group"]
+    instance.placement.group_name = group["name"]
+    instance.placement.group_id = group["id"]
+    if plan["partitions"]:
+        instance.placement.partition_number = plan["partitions"][index]
+
+
 # --- CreateFleet (instant) -------------------------------------------------------------
 
 ORIGINAL_CREATE_FLEET = EC2Response.create_fleet
 
 
-def is_ice(instance_type: str, zone: str, capacity_type: str) -> bool:
+def is_ice(
+    instance_type: str,
+    zone: str,
+    capacity_type: str,
+    group_id: str | None = None,
+    partition: int | None = None,
+) -> bool:
+    """Whether injected ICE (10) fails this launch: a pair of its type and zone (and
+    capacity type, unless null) without a placement group, or with this launch's group
+    and (unless null) its partition."""
     with LOCK:
         for pair in STATE.ice:
             if pair["instance_type"] != instance_type or pair["zone"] != zone:
                 continue
-            if pair.get("capacity_type") in (None, capacity_type):
+            if pair.get("capacity_type") not in (None, capacity_type):
+                continue
+            if pair.get("placement_group") is None:
+                return True
+            if pair["placement_group"] == group_id and pair.get("partition") in (
+                None,
+                partition,
+            ):
                 return True
     return False
+
+
+def ice_message(c: dict) -> str:
+    return (
+        f"We currently do not have sufficient {c['instance_type']} capacity in the "
+        f"Availability Zone you requested ({c['zone']}). Our system will be working on "
+        "provisioning additional capacity."
+    )
+
+
+def launch_is_ice(c: dict, capacity_type: str) -> bool:
+    """Whether injected ICE fails the override's launch, into its placement group and
+    partitions when it has them."""
+    plan = c.get("plan") or {}
+    group_id = plan["group"]["id"] if plan.get("group") else None
+    partitions = set(plan.get("partitions") or [None])
+    return any(
+        is_ice(c["instance_type"], c["zone"], capacity_type, group_id, p)
+        for p in partitions
+    )
+
+
+def attempt(backend, fleet_id, c, capacity_type, count, tags) -> dict:
+    """One override of an instant fleet: a CreateFleetError when its template's network
+    interfaces (19) or placement group (18) do not fit its instance type and zone; else
+    it launches into its capacity reservation (15), or, unless injected ICE (10) fails
+    it, as on-demand or spot capacity."""
+    reserved = bool(c["reservation_id"] or c["market_type"] == "capacity-block")
+    problem = check_interfaces(backend, c) or plan_placement(
+        backend, c, capacity_type, count, not reserved
+    )
+    if problem:
+        return fleet_error(c, capacity_type, *problem)
+    if reserved:
+        # Reserved capacity is not subject to injected ICE (15).
+        return launch_reserved(backend, fleet_id, c, capacity_type, count, tags)
+    if launch_is_ice(c, capacity_type):
+        return fleet_error(
+            c, capacity_type, "InsufficientInstanceCapacity", ice_message(c)
+        )
+    return launch_open(backend, fleet_id, c, capacity_type, count, tags)
 
 
 def create_fleet(self) -> ActionResult:
@@ -793,26 +1334,8 @@ def create_fleet(self) -> ActionResult:
         for c in given
     ]
     for c in candidates:
-        if c["reservation_id"] or c["market_type"] == "capacity-block":
-            # Reserved capacity is not subject to injected ICE (15).
-            outcome = launch_reserved(backend, fleet_id, c, capacity_type, total, tags)
-        elif is_ice(c["instance_type"], c["zone"], capacity_type):
-            errors.append(
-                {
-                    "LaunchTemplateAndOverrides": c["lto"],
-                    "Lifecycle": capacity_type,
-                    "ErrorCode": "InsufficientInstanceCapacity",
-                    "ErrorMessage": (
-                        f"We currently do not have sufficient {c['instance_type']} "
-                        "capacity in the Availability Zone you requested "
-                        f"({c['zone']}). Our system will be working on provisioning "
-                        "additional capacity."
-                    ),
-                }
-            )
-            continue
-        else:
-            outcome = launch_open(backend, fleet_id, c, capacity_type, total, tags)
+        with LOCK:
+            outcome = attempt(backend, fleet_id, c, capacity_type, total, tags)
         if "ErrorCode" in outcome:
             errors.append(outcome)
             continue
@@ -893,11 +1416,19 @@ def priority_of(candidate: dict) -> float:
 def resolve_override(backend, template, version, override) -> dict:
     """One override with its instance type, subnet id, zone and response
     LaunchTemplateAndOverrides: the zone comes from the subnet when not given; a zone
-    without a subnet launches into the zone's default subnet."""
+    without a subnet launches into the zone's default subnet. Without a SubnetId the
+    template's primary network interface's subnet is used (when in the zone asked for);
+    the override's SubnetId replaces it, as on EC2."""
     data = version.data
+    interfaces = interfaces_of(data)
     instance_type = override.get("InstanceType") or data.get("InstanceType")
     subnet_id = override.get("SubnetId")
     zone = override.get("AvailabilityZone")
+    own_subnet = (primary_interface(interfaces) or {}).get("SubnetId")
+    if (not subnet_id and own_subnet) and (
+        not zone or backend.get_subnet(own_subnet).availability_zone == zone
+    ):
+        subnet_id = own_subnet
     if subnet_id and not zone:
         zone = backend.get_subnet(subnet_id).availability_zone
     if zone and not subnet_id:
@@ -918,6 +1449,8 @@ def resolve_override(backend, template, version, override) -> dict:
         out["ImageId"] = override["ImageId"]
     if override.get("Priority") is not None:
         out["Priority"] = float(override["Priority"])
+    if (override.get("Placement") or {}).get("GroupName"):
+        out["Placement"] = {"GroupName": override["Placement"]["GroupName"]}
     lto = {
         "LaunchTemplateSpecification": {
             "LaunchTemplateId": template.id,
@@ -939,6 +1472,8 @@ def resolve_override(backend, template, version, override) -> dict:
         ),
         "reservation_preference": reservation.get("CapacityReservationPreference"),
         "market_type": (data.get("InstanceMarketOptions") or {}).get("MarketType"),
+        "placement": placement_request(data, override),
+        "interfaces": interfaces,
     }
 
 
@@ -1084,7 +1619,9 @@ def launch(
     backend, fleet_id, c, capacity_type, count, tags, lifecycle: str | None = None
 ) -> dict:
     """Launches `count` instances of one override; returns a CreateFleetInstance, or a
-    CreateFleetError for a launch template naming an unknown instance profile."""
+    CreateFleetError for a launch template naming an unknown instance profile. The
+    instances take the security groups of the template's primary network interface
+    (else its SecurityGroupIds), its interfaces (19) and the placement group (18)."""
     template, version, lto = c["template"], c["version"], c["lto"]
     instance_type, subnet_id, zone = c["instance_type"], c["subnet_id"], c["zone"]
     image_id = c["override"].get("ImageId")
@@ -1126,7 +1663,7 @@ def launch(
         "subnet_id": subnet_id,
         "placement": None if subnet_id else zone,
         "key_name": data.get("KeyName"),
-        "security_group_ids": list(data.get("SecurityGroupIds") or []),
+        "security_group_ids": instance_group_ids(c),
         "tags": {"instance": instance_tags, "volume": dict(tags.get("volume", {}))},
         "launch_template": {
             "LaunchTemplateId": template.id,
@@ -1139,6 +1676,9 @@ def launch(
     }
     if data.get("BlockDeviceMappings"):
         kwargs["block_device_mappings"] = data["BlockDeviceMappings"]
+    primary = primary_interface(c["interfaces"]) or {}
+    if primary.get("AssociatePublicIpAddress") is not None:
+        kwargs["associate_public_ip"] = bool(primary["AssociatePublicIpAddress"])
     reservation = None
     if count > 0:
         reservation = backend.run_instances(
@@ -1149,8 +1689,10 @@ def launch(
             **kwargs,
         )
     ids = []
-    for instance in reservation.instances if reservation else []:
+    for index, instance in enumerate(reservation.instances if reservation else []):
         ids.append(instance.id)
+        place_instance(instance, c.get("plan"), index)
+        attach_interfaces(backend, instance, c["interfaces"])
         if profile_kwargs:
             backend.associate_iam_instance_profile(
                 instance_id=instance.id,
@@ -1167,6 +1709,288 @@ def launch(
         else zone,
         "SubnetId": subnet_id,
     }
+
+
+# --- launch template network interfaces (19) -----------------------------------------
+
+EFA_TYPES = ("efa", "efa-only")
+
+
+def interfaces_of(data: dict) -> list[dict]:
+    """The launch template's NetworkInterfaces, each with integer DeviceIndex and
+    NetworkCardIndex (0 when absent)."""
+    out = []
+    for spec in data.get("NetworkInterfaces") or []:
+        spec = dict(spec)
+        spec["DeviceIndex"] = int(spec.get("DeviceIndex") or 0)
+        spec["NetworkCardIndex"] = int(spec.get("NetworkCardIndex") or 0)
+        out.append(spec)
+    return out
+
+
+def primary_interface(interfaces: list[dict]) -> dict | None:
+    """The interface at DeviceIndex 0 of NetworkCardIndex 0."""
+    return next(
+        (n for n in interfaces if n["DeviceIndex"] == 0 and n["NetworkCardIndex"] == 0),
+        None,
+    )
+
+
+def instance_group_ids(c: dict) -> list[str]:
+    """The instance's security groups: its primary interface's, or, when the template
+    has no interfaces, its SecurityGroupIds."""
+    if c["interfaces"]:
+        return list((primary_interface(c["interfaces"]) or {}).get("Groups") or [])
+    return list(c["version"].data.get("SecurityGroupIds") or [])
+
+
+def check_interfaces(backend, c) -> tuple | None:
+    """(code, message) of the CreateFleetError for a template whose network interfaces
+    do not fit: with instance-level security groups too, naming an unknown group, or
+    against the instance type's NetworkInfo (check_cards)."""
+    interfaces = c["interfaces"]
+    if not interfaces:
+        return None
+    data = c["version"].data
+    if data.get("SecurityGroupIds") or data.get("SecurityGroups"):
+        return (
+            "InvalidParameterCombination",
+            (
+                "Network interfaces and an instance-level security groups may not be "
+                "specified on the same request"
+            ),
+        )
+    for spec in interfaces:
+        for group_id in spec.get("Groups") or []:
+            if backend.get_security_group_from_id(group_id) is None:
+                return (
+                    "InvalidGroup.NotFound",
+                    f"The security group '{group_id}' does not exist",
+                )
+    if any(n.get("AssociatePublicIpAddress") for n in interfaces) and (
+        len(interfaces) > 1
+    ):
+        return (
+            "InvalidParameterCombination",
+            (
+                "The associatePublicIPAddress parameter cannot be specified when "
+                "launching with multiple network interfaces."
+            ),
+        )
+    info = (INSTANCE_TYPES.get(c["instance_type"]) or {}).get("NetworkInfo")
+    return check_cards(c["instance_type"], info, interfaces) if info else None
+
+
+def check_cards(itype: str, info: dict, interfaces: list[dict]) -> tuple | None:
+    """The interfaces against NetworkInfo: each card index below MaximumNetworkCards,
+    each card's interfaces (and device indexes) below its MaximumNetworkInterfaces, efa
+    and efa-only only on cards listing them and no more than
+    EfaInfo.MaximumEfaInterfaces, and no IPv4 prefixes or public IP on efa-only ones."""
+    cards = {card["NetworkCardIndex"]: card for card in info.get("NetworkCards") or []}
+    max_cards = int(info.get("MaximumNetworkCards") or 1)
+    max_efa = int((info.get("EfaInfo") or {}).get("MaximumEfaInterfaces") or 0)
+    per_card: collections.Counter = collections.Counter()
+    seen: set[tuple[int, int]] = set()
+    efa = 0
+    for spec in interfaces:
+        index, device = spec["NetworkCardIndex"], spec["DeviceIndex"]
+        kind = spec.get("InterfaceType") or "interface"
+        card = cards.get(index)
+        if index >= max_cards or card is None:
+            return (
+                "InvalidParameterValue",
+                (
+                    f"Network card index {index} is not valid for instance type "
+                    f"{itype}, which has {max_cards} network card(s)."
+                ),
+            )
+        limit = int(card["MaximumNetworkInterfaces"])
+        per_card[index] += 1
+        if device >= limit or per_card[index] > limit:
+            return (
+                "InvalidParameterValue",
+                (
+                    f"Instance type {itype} supports at most {limit} network "
+                    f"interfaces (device indexes 0 to {limit - 1}) on network card "
+                    f"{index}."
+                ),
+            )
+        if (index, device) in seen:
+            return (
+                "InvalidParameterValue",
+                f"Device index {device} is used twice on network card {index}.",
+            )
+        seen.add((index, device))
+        problem = check_efa(itype, card, spec, kind)
+        if problem:
+            return problem
+        efa += kind in EFA_TYPES
+    if efa > max_efa:
+        return (
+            "InvalidParameterCombination",
+            (
+                f"Instance type {itype} supports at most {max_efa} EFA interfaces; "
+                f"{efa} were requested."
+            ),
+        )
+    return None
+
+
+def check_efa(itype: str, card: dict, spec: dict, kind: str) -> tuple | None:
+    """An efa or efa-only interface on a card that lacks that type; an efa-only one
+    that is primary, or asks for IPv4 prefixes or a public IP (it has no IP)."""
+    if kind in EFA_TYPES and kind not in card.get("InterfaceTypes", []):
+        return (
+            "InvalidParameterCombination",
+            (
+                f"Interface type {kind} is not supported on network card "
+                f"{card['NetworkCardIndex']} of instance type {itype}."
+            ),
+        )
+    if kind != "efa-only":
+        return None
+    if spec["DeviceIndex"] == 0 and spec["NetworkCardIndex"] == 0:
+        return (
+            "InvalidParameterValue",
+            (
+                "An efa-only network interface cannot be the primary network interface "
+                "(device index 0 on network card 0)."
+            ),
+        )
+    for name in ("Ipv4PrefixCount", "AssociatePublicIpAddress"):
+        if spec.get(name) is not None:
+            return (
+                "InvalidParameterValue",
+                (
+                    f"The parameter {name} is not supported for efa-only network "
+                    "interfaces."
+                ),
+            )
+    return None
+
+
+def attach_interfaces(backend, instance, interfaces: list[dict]) -> None:
+    """The template's interfaces on a launched instance: the primary one (moto's,
+    created in its subnet with its security groups) takes the spec's type, prefixes and
+    connection tracking; each other one is created in its own SubnetId (else the
+    instance's) with its own Groups (else the VPC's default group) and attached. A
+    primary interface without Groups has the VPC's default group, and so the instance."""
+    for spec in interfaces:
+        if spec["DeviceIndex"] == 0 and spec["NetworkCardIndex"] == 0:
+            eni = instance.nics[0]
+            if spec.get("Description"):
+                eni.description = spec["Description"]
+        else:
+            eni = new_interface(backend, instance, spec)
+        dress_interface(instance, eni, spec)
+    if interfaces and not instance.security_groups:
+        instance.security_groups = list(instance.nics[0]._group_set)
+
+
+def new_interface(backend, instance, spec: dict):
+    """A secondary interface, attached at its device index and card: instance.nics is
+    keyed by device index, so those of other cards get keys of their own (1000 * card +
+    device index). An efa-only interface has no IP address."""
+    subnet = backend.get_subnet(spec.get("SubnetId") or instance.subnet_id)
+    efa_only = spec.get("InterfaceType") == "efa-only"
+    eni = backend.create_network_interface(
+        subnet,
+        None if efa_only else subnet.get_available_subnet_ip(instance),
+        group_ids=list(spec.get("Groups") or []) or None,
+        description=spec.get("Description"),
+        delete_on_termination=spec.get("DeleteOnTermination") is True,
+    )
+    if efa_only:
+        eni.private_ip_address = None
+        eni.private_ip_addresses = []
+        eni.private_dns_name = None
+    card, device = spec["NetworkCardIndex"], spec["DeviceIndex"]
+    instance.nics[device if card == 0 else 1000 * card + device] = eni
+    eni.instance = instance
+    eni.attachment_id = random_eni_attach_id()
+    eni.attach_time = utcnow()
+    eni.status = "in-use"
+    eni.device_index = device
+    return eni
+
+
+def dress_interface(instance, eni, spec: dict) -> None:
+    """What DescribeInstances shows of the spec on the interface: InterfaceType,
+    Attachment.NetworkCardIndex, Ipv4PrefixCount /28 prefixes, the connection tracking
+    asked for, and its own groups only."""
+    eni.peer_own_groups = True
+    eni.network_card_index = spec["NetworkCardIndex"]
+    eni.interface_type = spec.get("InterfaceType") or "interface"
+    tracking = spec.get("ConnectionTrackingSpecification")
+    if tracking:
+        eni.connection_tracking_configuration = dict(tracking)
+    count = int(spec.get("Ipv4PrefixCount") or 0)
+    if count:
+        prefixes = allocate_prefixes(eni.subnet, count, instance)
+        eni.ipv4_prefixes = [{"Ipv4Prefix": p} for p in prefixes]
+
+
+def allocate_prefixes(subnet, count: int, instance) -> list[str]:
+    """`count` /28 prefixes of the subnet, from its top down, none of whose addresses
+    moto has handed out (nor the network and broadcast ones); their addresses are held
+    for the instance until it terminates (release_prefixes)."""
+    out = []
+    blocks = (
+        list(subnet.cidr.subnets(new_prefix=28)) if subnet.cidr.prefixlen <= 28 else []
+    )
+    for block in reversed(blocks):
+        addresses = [str(a) for a in block]
+        if (
+            subnet.cidr.broadcast_address in block
+            or subnet.cidr.network_address in block
+        ):
+            continue
+        if any(a in subnet._subnet_ips for a in addresses):
+            continue
+        for a in addresses:
+            subnet._subnet_ips[a] = instance
+            subnet._unused_ips.discard(a)
+        out.append(str(block))
+        STATE.instance_prefixes.setdefault(instance.id, []).append((subnet, str(block)))
+        if len(out) == count:
+            return out
+    raise EC2ClientError(
+        "InsufficientCidrBlocks",
+        f"The specified subnet {subnet.id} does not have enough free cidr blocks to "
+        "satisfy the request.",
+    )
+
+
+def release_prefixes(instance_id: str) -> None:
+    """A terminated instance's prefixes are free again."""
+    for subnet, prefix in STATE.instance_prefixes.pop(instance_id, []):
+        for address in ipaddress.ip_network(prefix):
+            subnet._subnet_ips.pop(str(address), None)
+
+
+ORIGINAL_ENI_GROUP_SET = NetworkInterface.group_set
+ORIGINAL_ENI_ATTACHMENT = NetworkInterface.attachment
+
+
+def eni_group_set(self):
+    """moto shows every attached interface with its instance's groups too; one made
+    from a template's interfaces (19) shows its own, as EC2 does."""
+    if getattr(self, "peer_own_groups", False):
+        return self._group_set
+    return ORIGINAL_ENI_GROUP_SET.fget(self)
+
+
+def eni_attachment(self):
+    """moto's attachment is always on network card 0; this one is on the interface's."""
+    attachment = ORIGINAL_ENI_ATTACHMENT.fget(self)
+    if attachment is not None:
+        attachment.network_card_index = getattr(self, "network_card_index", 0)
+    return attachment
+
+
+NetworkInterface.group_set = property(eni_group_set)
+NetworkInterface.attachment = property(eni_attachment)
+ec2_utils.filter_dict_attribute_mapping["placement-group-name"] = "placement.group_name"
 
 
 # --- other fixes (e) ---------------------------------------------------------------------
@@ -1260,6 +2084,7 @@ def terminate_instances(self) -> ActionResult:
                 item["CurrentState"] = {"Code": 48, "Name": "terminated"}
             else:
                 release_reservation_slot(item["InstanceId"])
+                release_prefixes(item["InstanceId"])
     return result
 
 
@@ -1317,6 +2142,9 @@ EC2Response.describe_instance_type_offerings = describe_instance_type_offerings
 EC2Response.terminate_instances = terminate_instances
 EC2Response.create_launch_template = create_launch_template
 EC2Response.describe_capacity_reservations = describe_capacity_reservations
+EC2Response.create_placement_group = create_placement_group
+EC2Response.describe_placement_groups = describe_placement_groups
+EC2Response.delete_placement_group = delete_placement_group
 
 
 # --- the WSGI layer: request log, throttling, test controls -----------------------------
@@ -1468,6 +2296,33 @@ def get_products(body: bytes) -> tuple[str, list, str]:
     return "200 OK", [("Content-Type", "application/x-amz-json-1.1")], json.dumps(answer)
 
 
+def parse_ice_pair(p: dict) -> dict:
+    """One pair of a `POST /_peer/ice` body (10); ValueError (the control's 400) for a
+    bad field. "placement_group" (a group id) and "partition" (1-7, only with a group)
+    are null when absent."""
+    ct = p.get("capacity_type")
+    if ct not in (None, "spot", "on-demand"):
+        raise ValueError(f"capacity_type {ct!r}")
+    group = p.get("placement_group")
+    if group is not None and not isinstance(group, str):
+        raise ValueError(f"placement_group {group!r} is not a group id")
+    partition = p.get("partition")
+    if partition is not None:
+        if group is None:
+            raise ValueError("partition needs placement_group")
+        if not isinstance(partition, int) or isinstance(partition, bool):
+            raise ValueError(f"partition {partition!r} is not a number")
+        if not 1 <= partition <= PG_MAX_PARTITIONS:
+            raise ValueError(f"partition {partition} is not 1-{PG_MAX_PARTITIONS}")
+    return {
+        "instance_type": p["instance_type"],
+        "zone": p["zone"],
+        "capacity_type": ct,
+        "placement_group": group,
+        "partition": partition,
+    }
+
+
 class Peer:
     def __init__(self, app) -> None:
         self.app = app
@@ -1529,19 +2384,7 @@ class Peer:
             if name == "ice" and method == "GET":
                 return 200, {"pairs": STATE.ice}
             if name == "ice" and method == "POST":
-                pairs = []
-                for p in body["pairs"]:
-                    ct = p.get("capacity_type")
-                    if ct not in (None, "spot", "on-demand"):
-                        raise ValueError(f"capacity_type {ct!r}")
-                    pairs.append(
-                        {
-                            "instance_type": p["instance_type"],
-                            "zone": p["zone"],
-                            "capacity_type": ct,
-                        }
-                    )
-                STATE.ice = pairs
+                STATE.ice = [parse_ice_pair(p) for p in body["pairs"]]
                 return 200, {"pairs": STATE.ice}
             if name == "ice" and method == "DELETE":
                 STATE.ice = []
@@ -1597,6 +2440,10 @@ class Peer:
                 return 200, {"reservations": []}
             if name == "capacity-reservations/expire" and method == "POST":
                 return 200, expire_reservation(region, body["id"])
+            if name == "placement-groups/state" and method == "POST":
+                return 200, set_placement_group_state(
+                    region, body["name"], body["state"]
+                )
             if name == "ami" and method == "POST":
                 ami_id = register_ami(
                     region,

@@ -9,6 +9,7 @@ use crate::api::ec2nodeclass::{
     ALIAS_FAMILIES, AMISelectorTerm, BlockDeviceMapping, EC2NodeClassSpec, MetadataOptions,
 };
 
+mod instance_options;
 mod kubelet;
 
 /// CRD `maxItems` of each selector term list.
@@ -33,6 +34,7 @@ pub(crate) fn check_spec(out: &mut Violations, spec: &EC2NodeClassSpec) {
         check_block_devices(out, b);
     }
     check_metadata_options(out, &spec.metadata_options);
+    instance_options::check(out, spec);
 }
 
 /// The CRD patterns on selector ids (`ami-[0-9a-z]+` and the like) are unanchored, so,

@@ -17,9 +17,9 @@ pub(super) struct Shared {
     /// Every NodeClass has been listed once: before that, a missing one may just not have
     /// arrived yet.
     pub(super) listed: std::sync::atomic::AtomicBool,
-    /// Each instance type's instance store (EC2's TotalSizeInGB), from the last catalog
-    /// refresh: a RAID0 NodeClass's ephemeral storage.
-    pub(super) instance_stores: RwLock<Arc<HashMap<String, i64>>>,
+    /// Each instance type's hardware facts, from the last catalog refresh: a RAID0
+    /// NodeClass's ephemeral storage and which types a NodeClass can launch.
+    pub(super) hardware: RwLock<Arc<HashMap<String, hardware::Hardware>>>,
     /// On-demand prices: the Pricing API's for the region, or the built-in table.
     pub(super) on_demand: RwLock<Arc<pricing::OnDemand>>,
     /// Interruption notices between the queue task and the controller.
@@ -127,9 +127,9 @@ impl AwsHandle {
         changed
     }
 
-    pub(super) fn instance_stores(&self) -> Arc<HashMap<String, i64>> {
+    pub(super) fn hardware(&self) -> Arc<HashMap<String, hardware::Hardware>> {
         self.shared
-            .instance_stores
+            .hardware
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
@@ -164,25 +164,14 @@ impl AwsHandle {
             on_demand.prices.get(t).copied()
         })?;
         let n = catalog.instance_types.len();
-        let stores: HashMap<String, i64> = infos
-            .iter()
-            .filter_map(|i| {
-                let name = i.instance_type()?.as_str().to_string();
-                let gb = i.instance_storage_info()?.total_size_in_gb()?;
-                Some((name, gb))
-            })
-            .collect();
-        let stores_changed = {
-            let mut s = self
-                .shared
-                .instance_stores
-                .write()
-                .unwrap_or_else(|e| e.into_inner());
-            let changed = **s != stores;
-            *s = Arc::new(stores);
+        let hardware = hardware::of_all(&infos);
+        let hardware_changed = {
+            let mut h = self.shared.hardware.write().unwrap_or_else(|e| e.into_inner());
+            let changed = **h != hardware;
+            *h = Arc::new(hardware);
             changed
         };
-        let changed = stores_changed | {
+        let changed = hardware_changed | {
             let mut c = self
                 .shared
                 .catalog

@@ -3,6 +3,7 @@
 //! CreateFleet per shape, and the instances described and tagged.
 
 use super::*;
+use crate::engine::catalog::RESOURCE_EFA;
 
 impl AwsCloud {
     /// Launches every request of one shape with one CreateFleet call.
@@ -161,9 +162,23 @@ impl AwsCloud {
         tags.insert(NODECLASS_TAG.into(), name.clone());
         let catalog = self.handle.catalog();
         let offerings = generic_offerings(&r.offerings, &catalog);
-        // One template per AMI and reservation target the fleet's offerings need.
-        let mut template_of: BTreeMap<(String, ReservationTarget), String> = BTreeMap::new();
+        // One template per AMI, reservation target and EFA interface count the fleet's
+        // offerings need (upstream resolves one per group of types alike in these).
+        let mut template_of: BTreeMap<TemplateKey, String> = BTreeMap::new();
         let mut ami_of_type: BTreeMap<String, String> = BTreeMap::new();
+        let groups: Vec<String> = resolved
+            .security_groups
+            .iter()
+            .map(|g| g.id.clone())
+            .collect();
+        let wants_efa = r.requests.get(RESOURCE_EFA) > 0;
+        let efa_of = |t: &str| {
+            if wants_efa {
+                catalog.get(t).map_or(0, |it| (it.capacity.get(RESOURCE_EFA) / 1000) as i32)
+            } else {
+                0
+            }
+        };
         for o in fleet::in_fleet(&offerings) {
             let ami = match ami_of_type.get(&o.instance_type) {
                 Some(a) => a.clone(),
@@ -179,22 +194,24 @@ impl AwsCloud {
                 }
             };
             let target = target_of(o);
-            if template_of.contains_key(&(ami.clone(), target.clone())) {
+            let efa = efa_of(&o.instance_type);
+            let key = (ami.clone(), target.clone(), efa);
+            if template_of.contains_key(&key) {
                 continue;
             }
             let content = Content {
                 image_id: ami.clone(),
-                security_group_ids: resolved
-                    .security_groups
-                    .iter()
-                    .map(|g| g.id.clone())
-                    .collect(),
+                network_interfaces: launch_template::interfaces(&state.spec, &groups, efa),
                 user_data: user_data.clone(),
                 metadata_options: state.spec.metadata_options.clone(),
                 block_device_mappings: state.spec.effective_block_device_mappings(),
                 instance_profile: resolved.instance_profile.clone(),
                 detailed_monitoring: state.spec.detailed_monitoring.unwrap_or(false),
-                associate_public_ip_address: state.spec.associate_public_ip_address,
+                nested_virtualization: state
+                    .spec
+                    .cpu_options
+                    .as_ref()
+                    .and_then(|c| c.nested_virtualization.clone()),
                 tags: tags.clone(),
                 capacity_reservation: target.clone(),
             };
@@ -203,7 +220,7 @@ impl AwsCloud {
                 .ensure(&self.handle.clients, &content, &cluster)
                 .await
                 .map_err(|e| fail(e.0))?;
-            template_of.insert((ami, target), t);
+            template_of.insert(key, t);
         }
         let subnets = &resolved.subnets;
         let (ct, overrides) = fleet::overrides(
@@ -217,7 +234,9 @@ impl AwsCloud {
             |o| {
                 ami_of_type
                     .get(&o.instance_type)
-                    .and_then(|a| template_of.get(&(a.clone(), target_of(o))))
+                    .and_then(|a| {
+                        template_of.get(&(a.clone(), target_of(o), efa_of(&o.instance_type)))
+                    })
                     .cloned()
             },
         );
@@ -250,6 +269,10 @@ impl AwsCloud {
         ))
     }
 }
+
+/// What tells two templates of one launch apart: the AMI, the reservation target and
+/// how many EFA interfaces.
+type TemplateKey = (String, ReservationTarget, i32);
 
 /// The labels of a node in reservation `id` (upstream `instanceToNodeClaim`): the id, its
 /// kind and whether it is interruptible, as the offering that launched said.

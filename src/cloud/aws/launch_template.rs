@@ -1,25 +1,27 @@
 //! Launch templates keyed by their content (upstream `pkg/providers/launchtemplate`): a
-//! launch needs the template whose AMI, security groups, user data, metadata options,
-//! block devices, instance profile and tags it wants; the name is a hash of all of them,
-//! so an existing template is reused and any change makes a new one.
+//! launch needs the template whose AMI, network interfaces (with the security groups),
+//! user data, metadata options, block devices, CPU options, instance profile and tags it
+//! wants; the name is a hash of all of them, so an existing template is reused and any
+//! change makes a new one.
 
 use std::collections::{BTreeMap, HashMap};
 
 use aws_sdk_ec2::types::{
-    CapacityReservationPreference, CapacityReservationTarget,
-    LaunchTemplateBlockDeviceMappingRequest, LaunchTemplateCapacityReservationSpecificationRequest,
+    CapacityReservationPreference, CapacityReservationTarget, ConnectionTrackingSpecificationRequest,
+    LaunchTemplateBlockDeviceMappingRequest, LaunchTemplateCpuOptionsRequest, LaunchTemplateCapacityReservationSpecificationRequest,
     LaunchTemplateEbsBlockDeviceRequest, LaunchTemplateHttpTokensState,
     LaunchTemplateIamInstanceProfileSpecificationRequest,
     LaunchTemplateInstanceMarketOptionsRequest, LaunchTemplateInstanceMetadataEndpointState,
     LaunchTemplateInstanceMetadataOptionsRequest, LaunchTemplateInstanceMetadataProtocolIpv6,
     LaunchTemplateInstanceNetworkInterfaceSpecificationRequest, LaunchTemplatesMonitoringRequest,
-    MarketType, RequestLaunchTemplateData, ResourceType, Tag, TagSpecification, VolumeType,
+    MarketType, NestedVirtualizationSpecification, RequestLaunchTemplateData, ResourceType, Tag, TagSpecification, VolumeType,
 };
 use base64::Engine;
 use serde::Serialize;
 
 use super::{Clients, sdk_error};
-use crate::api::ec2nodeclass::{BlockDeviceMapping, MetadataOptions};
+use crate::api::ec2nodeclass::{BlockDeviceMapping, EC2NodeClassSpec, MetadataOptions};
+use crate::api::instance_options::ConnectionTracking;
 use crate::cloud::CloudError;
 use crate::engine::disruption::drift::fnv1a;
 
@@ -31,16 +33,115 @@ pub const CLUSTER_TAG: &str = "karpenter.k8s.aws/cluster";
 #[serde(rename_all = "camelCase")]
 pub struct Content {
     pub image_id: String,
-    pub security_group_ids: Vec<String>,
+    /// The interfaces, each with the NodeClass's security groups (EC2 refuses groups on
+    /// both the instance and its interfaces, so they are only here, as upstream does).
+    pub network_interfaces: Vec<Interface>,
     pub user_data: String,
     pub metadata_options: MetadataOptions,
     pub block_device_mappings: Vec<BlockDeviceMapping>,
     pub instance_profile: String,
     pub detailed_monitoring: bool,
-    pub associate_public_ip_address: Option<bool>,
+    /// `cpuOptions.nestedVirtualization`, when the NodeClass sets it.
+    pub nested_virtualization: Option<String>,
     pub tags: BTreeMap<String, String>,
     /// Which capacity reservation the launch may use (upstream's targeted launch mode).
     pub capacity_reservation: ReservationTarget,
+}
+
+/// One network interface of a template (upstream `generateNetworkInterfaces`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Interface {
+    /// Unset for the single default interface.
+    pub network_card_index: Option<i32>,
+    pub device_index: i32,
+    /// `interface` or `efa-only` from the NodeClass's layout, `efa` for an EFA launch,
+    /// unset for the default interface.
+    pub interface_type: Option<String>,
+    pub groups: Vec<String>,
+    pub associate_public_ip_address: Option<bool>,
+    pub ipv4_prefix_count: Option<i32>,
+    pub connection_tracking: Option<ConnectionTracking>,
+}
+
+/// The interfaces a launch gets (upstream `generateNetworkInterfaces`, IPv4 clusters):
+/// the NodeClass's `networkInterfaces` layout when it has one (EC2 refuses a public
+/// address, prefixes or connection tracking on an EFA-only interface, so those go on the
+/// others only); else one EFA interface per network card when the pods ask for
+/// `vpc.amazonaws.com/efa` (`efa` interfaces is how many the type has); else one
+/// interface.
+pub fn interfaces(spec: &EC2NodeClassSpec, groups: &[String], efa: i32) -> Vec<Interface> {
+    let conntrack = spec
+        .connection_tracking
+        .clone()
+        .filter(|c| {
+            c.tcp_established_timeout.is_some()
+                || c.udp_stream_timeout.is_some()
+                || c.udp_timeout.is_some()
+        });
+    let public = spec.associate_public_ip_address;
+    let prefixes = spec.ip_prefix_count;
+    if let Some(layout) = spec.network_interfaces.as_ref().filter(|l| !l.is_empty()) {
+        return layout
+            .iter()
+            .map(|n| {
+                let full = n.interface_type != "efa-only";
+                Interface {
+                    network_card_index: Some(n.network_card_index),
+                    device_index: n.device_index,
+                    interface_type: Some(n.interface_type.clone()),
+                    groups: groups.to_vec(),
+                    associate_public_ip_address: public.filter(|_| full),
+                    ipv4_prefix_count: prefixes.filter(|_| full),
+                    connection_tracking: conntrack.clone().filter(|_| full),
+                }
+            })
+            .collect();
+    }
+    if efa > 0 {
+        return (0..efa)
+            .map(|card| Interface {
+                network_card_index: Some(card),
+                // One card ranks above the others, so a public address needs no
+                // Elastic IP on every card (upstream's device index 0, then 1).
+                device_index: if card == 0 { 0 } else { 1 },
+                interface_type: Some("efa".into()),
+                groups: groups.to_vec(),
+                associate_public_ip_address: public,
+                ipv4_prefix_count: prefixes,
+                connection_tracking: conntrack.clone(),
+            })
+            .collect();
+    }
+    vec![Interface {
+        network_card_index: None,
+        device_index: 0,
+        interface_type: None,
+        groups: groups.to_vec(),
+        associate_public_ip_address: public,
+        ipv4_prefix_count: prefixes,
+        connection_tracking: conntrack,
+    }]
+}
+
+impl Interface {
+    fn request(&self) -> LaunchTemplateInstanceNetworkInterfaceSpecificationRequest {
+        LaunchTemplateInstanceNetworkInterfaceSpecificationRequest::builder()
+            .set_network_card_index(self.network_card_index)
+            .device_index(self.device_index)
+            .set_interface_type(self.interface_type.clone())
+            .set_groups(Some(self.groups.clone()))
+            .set_associate_public_ip_address(self.associate_public_ip_address)
+            .set_ipv4_prefix_count(self.ipv4_prefix_count)
+            .set_connection_tracking_specification(self.connection_tracking.as_ref().map(|c| {
+                ConnectionTrackingSpecificationRequest::builder()
+                    .set_tcp_established_timeout(c.tcp_established_timeout)
+                    .set_udp_stream_timeout(c.udp_stream_timeout)
+                    .set_udp_timeout(c.udp_timeout)
+                    .build()
+            }))
+            .build()
+    }
 }
 
 /// A template's capacity reservation setting (upstream `launchtemplate/types.go` with the
@@ -93,19 +194,15 @@ impl Content {
                     .enabled(self.detailed_monitoring)
                     .build(),
             );
-        // With a public-IP override the groups go on the network interface (EC2 refuses
-        // both), as upstream does.
-        match self.associate_public_ip_address {
-            Some(public) => {
-                let mut nic = LaunchTemplateInstanceNetworkInterfaceSpecificationRequest::builder()
-                    .device_index(0)
-                    .associate_public_ip_address(public);
-                for g in &self.security_group_ids {
-                    nic = nic.groups(g);
-                }
-                d = d.network_interfaces(nic.build());
-            }
-            None => d = d.set_security_group_ids(Some(self.security_group_ids.clone())),
+        d = d.set_network_interfaces(Some(
+            self.network_interfaces.iter().map(Interface::request).collect(),
+        ));
+        if let Some(n) = &self.nested_virtualization {
+            d = d.cpu_options(
+                LaunchTemplateCpuOptionsRequest::builder()
+                    .nested_virtualization(NestedVirtualizationSpecification::from(n.as_str()))
+                    .build(),
+            );
         }
         for b in &self.block_device_mappings {
             d = d.block_device_mappings(block_device(b)?);

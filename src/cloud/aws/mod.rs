@@ -16,9 +16,11 @@
 
 pub mod ami;
 pub mod capacity_reservation;
+pub mod compatibility;
 pub mod ephemeral_storage;
 mod fleet;
 mod handle;
+pub mod hardware;
 pub mod instance_types;
 mod instances;
 pub mod interruption;
@@ -200,7 +202,8 @@ impl AwsCloud {
 
 impl CloudProvider for AwsCloud {
     /// The region's instance types narrowed to the pool's NodeClass: offerings only in
-    /// the zones of its subnets, types only where one of its AMIs serves them, each with
+    /// the zones of its subnets, types only where one of its AMIs serves them and its
+    /// launch settings are possible ([`compatibility`]), each with
     /// the ephemeral storage the NodeClass gives it (its volumes, or the instance store
     /// under RAID0), and a `reserved` offering per capacity reservation it resolved.
     fn instance_types(&self, pool: &NodePool) -> Vec<Arc<InstanceType>> {
@@ -212,12 +215,16 @@ impl CloudProvider for AwsCloud {
         };
         let zones: Vec<&str> = resolved.subnets.iter().map(|s| s.zone.as_str()).collect();
         let catalog = self.handle.catalog();
-        let stores = self.handle.instance_stores();
+        let hardware = self.handle.hardware();
         let counts = self.handle.reservations();
         catalog
             .instance_types
             .iter()
             .filter(|it| resolved.amis.iter().any(|a| ami_serves(a, it)))
+            .filter(|it| {
+                compatibility::incompatibility(&it.name, hardware.get(&it.name), &state.spec, None)
+                    .is_none()
+            })
             .filter_map(|source| {
                 let mut it = source.clone();
                 it.offerings.retain(|o| zones.contains(&o.zone.as_str()));
@@ -239,8 +246,10 @@ impl CloudProvider for AwsCloud {
                 if it.offerings.is_empty() {
                     return None;
                 }
-                let storage =
-                    ephemeral_storage::bytes_for(&state.spec, stores.get(&it.name).copied());
+                let storage = ephemeral_storage::bytes_for(
+                    &state.spec,
+                    hardware.get(&it.name).and_then(|h| h.instance_store_gb),
+                );
                 if storage != crate::engine::catalog::overhead::DEFAULT_ROOT_VOLUME_BYTES {
                     ephemeral_storage::resize(&mut it, storage);
                 }

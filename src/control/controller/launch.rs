@@ -177,6 +177,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                 .map(|p| p.spec.template.spec.node_class_ref.name.clone()),
             labels: node_labels,
             taints,
+            requests: claim.requests.clone(),
         };
         Some((request, allowed))
     }

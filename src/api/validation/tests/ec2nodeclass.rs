@@ -401,3 +401,96 @@ fn restricted_tags() {
         ],
     );
 }
+
+#[test]
+fn instance_options_follow_the_crd_rules() {
+    let t = "  tags:\n    team: web\n";
+    let with = |extra: &str| format!("{t}{extra}");
+    let primary = "  networkInterfaces:\n    - {networkCardIndex: 0, deviceIndex: 0, interfaceType: interface}\n";
+    all_ok(
+        CLASS,
+        &[
+            (t, &with("  placementGroupSelector: {name: my-group}\n")),
+            (t, &with("  placementGroupSelector: {id: pg-0123abc}\n")),
+            (t, &with(primary)),
+            (
+                t,
+                &with(&format!(
+                    "{primary}    - {{networkCardIndex: 1, deviceIndex: 0, interfaceType: efa-only}}\n    - {{networkCardIndex: 1, deviceIndex: 1, interfaceType: interface}}\n"
+                )),
+            ),
+            (t, &with("  ipPrefixCount: 2\n")),
+            (t, &with("  connectionTracking: {tcpEstablishedTimeout: 300}\n")),
+            (t, &with("  cpuOptions: {nestedVirtualization: enabled}\n")),
+        ],
+    );
+    let pg = "spec.placementGroupSelector";
+    let nics = "spec.networkInterfaces";
+    all_bad(
+        CLASS,
+        &[
+            (t, &with("  placementGroupSelector: {}\n"), pg, "expected at least one"),
+            (
+                t,
+                &with("  placementGroupSelector: {name: a, id: pg-1}\n"),
+                pg,
+                "mutually exclusive",
+            ),
+            (
+                t,
+                &with("  placementGroupSelector: {id: pg-ABC}\n"),
+                "spec.placementGroupSelector.id",
+                "expected pg-",
+            ),
+            (
+                t,
+                &with("  networkInterfaces:\n    - {networkCardIndex: 0, deviceIndex: 0, interfaceType: efa-only}\n"),
+                nics,
+                "must include a primary interface",
+            ),
+            (
+                t,
+                &with(&format!(
+                    "{primary}    - {{networkCardIndex: 0, deviceIndex: 0, interfaceType: efa-only}}\n"
+                )),
+                "spec.networkInterfaces[1]",
+                "duplicate networkCardIndex and deviceIndex",
+            ),
+            (
+                t,
+                &with(&format!(
+                    "{primary}    - {{networkCardIndex: 1, deviceIndex: 0, interfaceType: efa-only}}\n    - {{networkCardIndex: 1, deviceIndex: 1, interfaceType: efa-only}}\n"
+                )),
+                "spec.networkInterfaces[2]",
+                "at most one efa device per network card",
+            ),
+            (
+                t,
+                &with(&format!(
+                    "{primary}    - {{networkCardIndex: 1, deviceIndex: 0, interfaceType: efa}}\n"
+                )),
+                "spec.networkInterfaces[1].interfaceType",
+                "expected interface or efa-only",
+            ),
+            (t, &with("  ipPrefixCount: -1\n"), "spec.ipPrefixCount", "at least 0"),
+            (
+                t,
+                &with("  connectionTracking: {}\n"),
+                "spec.connectionTracking",
+                "at least one of tcpEstablishedTimeout",
+            ),
+            (
+                t,
+                &with("  connectionTracking: {udpTimeout: 90}\n"),
+                "spec.connectionTracking.udpTimeout",
+                "between 30 and 60",
+            ),
+            (
+                t,
+                &with("  cpuOptions: {nestedVirtualization: sometimes}\n"),
+                "spec.cpuOptions.nestedVirtualization",
+                "expected enabled or disabled",
+            ),
+        ],
+    );
+}

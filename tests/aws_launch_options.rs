@@ -1,0 +1,178 @@
+//! The EC2NodeClass settings that shape an instance beyond its AMI and user data, against
+//! the EC2 emulator (tests/peers/moto_server.py checks each interface layout against the
+//! instance type as EC2 does): network interface layouts with EFA, EFA interfaces for
+//! pods that ask for them, IPv4 prefixes, connection tracking, nested virtualization,
+//! and which instance types each of these leaves.
+
+#[path = "peers/aws_fixtures.rs"]
+mod aws_fixtures;
+#[path = "peers/moto_peer.rs"]
+mod moto_peer;
+
+use aws_fixtures::*;
+use karpenter_tui::cloud::aws::{AwsCloud, AwsHandle};
+use karpenter_tui::cloud::{CloudProvider, LaunchRequest};
+use karpenter_tui::engine::catalog::{CapacityType, RESOURCE_EFA};
+use moto_peer::MotoPeer;
+
+/// A provider whose `default` NodeClass is the discovery one plus `extra` spec lines.
+async fn cloud_with(peer: &MotoPeer, extra: &str) -> (AwsCloud, AwsHandle, Network) {
+    let (cloud, handle, net) = ready_cloud(peer).await;
+    set_extra(&handle, extra).await;
+    (cloud, handle, net)
+}
+
+/// Makes the `default` NodeClass the discovery one plus `extra` spec lines, resolved.
+async fn set_extra(handle: &AwsHandle, extra: &str) {
+    let base = serde_norway::to_string(&discovery_nodeclass().spec).unwrap();
+    let indented: String = base.lines().map(|l| format!("  {l}\n")).collect();
+    handle.set_nodeclass(&nodeclass(&format!("{indented}{extra}")));
+    handle.resolve_all().await;
+    assert!(
+        matches!(handle.resolved("default"), Some(Ok(_))),
+        "{:?}",
+        handle.resolved("default")
+    );
+}
+
+fn offered(cloud: &AwsCloud, name: &str) -> bool {
+    cloud.instance_types(&pool()).iter().any(|t| t.name == name)
+}
+
+/// The interfaces of a launched instance as EC2 describes them: (card, device, type).
+async fn instance_interfaces(peer: &MotoPeer, provider_id: &str) -> Vec<(i32, i32, String)> {
+    let id = provider_id.rsplit('/').next().unwrap();
+    let out = peer
+        .ec2(true)
+        .describe_instances()
+        .instance_ids(id)
+        .send()
+        .await
+        .expect("DescribeInstances");
+    let mut nics: Vec<(i32, i32, String)> = out.reservations()[0].instances()[0]
+        .network_interfaces()
+        .iter()
+        .map(|n| {
+            let a = n.attachment().expect("attachment");
+            (
+                a.network_card_index().unwrap_or(0),
+                a.device_index().unwrap_or(0),
+                n.interface_type().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    nics.sort();
+    nics
+}
+
+/// A NodeClass with an EFA layout (the primary interface, an EFA-only interface on card
+/// 1), two IPv4 prefixes and a TCP connection tracking timeout: only types with a second
+/// card and an EFA are offered; the template carries the layout with prefixes and
+/// tracking on the primary interface only (EC2 refuses both on an EFA-only one); the
+/// instance boots with both interfaces. Before, the layout was kept and ignored: every
+/// type was offered and the instance had one interface.
+#[tokio::test]
+async fn an_efa_layout_with_prefixes_and_tracking_reaches_the_instance_on_types_that_have_it() {
+    let peer = MotoPeer::start();
+    let (mut cloud, _, net) = cloud_with(
+        &peer,
+        "  networkInterfaces:\n  - {networkCardIndex: 0, deviceIndex: 0, interfaceType: interface}\n  - {networkCardIndex: 1, deviceIndex: 0, interfaceType: efa-only}\n  ipPrefixCount: 2\n  connectionTracking: {tcpEstablishedTimeout: 300}\n",
+    )
+    .await;
+    assert!(offered(&cloud, "p4d.24xlarge"), "four cards, four EFAs");
+    assert!(!offered(&cloud, "m5.large"), "one card, no EFA");
+    assert!(!offered(&cloud, "c5n.18xlarge"), "an EFA, but one card");
+
+    let req = request(&cloud, "gpu-abcde", &["p4d.24xlarge"], CapacityType::OnDemand);
+    let launched = cloud.create(req).await.expect("launched");
+    let fleets = peer.fleets();
+    let data = template_data(&peer, &fleets.as_array().unwrap()[0]).await;
+    assert!(data.security_group_ids().is_empty(), "{data:?}");
+    let mut nics: Vec<_> = data.network_interfaces().to_vec();
+    nics.sort_by_key(|n| n.network_card_index());
+    assert_eq!(nics.len(), 2, "{nics:?}");
+    let (primary, efa) = (&nics[0], &nics[1]);
+    assert_eq!(
+        (primary.network_card_index(), primary.device_index()),
+        (Some(0), Some(0))
+    );
+    assert_eq!(primary.interface_type(), Some("interface"));
+    assert_eq!(primary.ipv4_prefix_count(), Some(2));
+    assert_eq!(
+        primary
+            .connection_tracking_specification()
+            .and_then(|c| c.tcp_established_timeout()),
+        Some(300)
+    );
+    assert_eq!(primary.groups(), [net.group.as_str()]);
+    assert_eq!(efa.interface_type(), Some("efa-only"));
+    assert_eq!(efa.network_card_index(), Some(1));
+    assert_eq!(efa.ipv4_prefix_count(), None);
+    assert!(efa.connection_tracking_specification().is_none());
+    assert_eq!(
+        instance_interfaces(&peer, &launched.instance.provider_id).await,
+        [(0, 0, "interface".into()), (1, 0, "efa-only".into())]
+    );
+}
+
+/// Pods asking for `vpc.amazonaws.com/efa` get one EFA interface per EFA the type has
+/// (upstream's EFA count), each type in a template of its own count; pods that do not
+/// ask get the one default interface on the same types.
+#[tokio::test]
+async fn pods_asking_for_efa_get_an_efa_interface_per_device_of_the_type() {
+    let peer = MotoPeer::start();
+    let (mut cloud, _, _) = ready_cloud(&peer).await;
+    let mut req = request(&cloud, "hpc-abcde", &["c5n.18xlarge"], CapacityType::OnDemand);
+    req.requests.add_named(RESOURCE_EFA, 1000);
+    let launched = cloud.create(req.clone()).await.expect("EFA launch");
+    let fleets = peer.fleets();
+    let data = template_data(&peer, &fleets.as_array().unwrap()[0]).await;
+    let nics = data.network_interfaces();
+    assert_eq!(nics.len(), 1, "c5n.18xlarge has one EFA: {nics:?}");
+    assert_eq!(nics[0].interface_type(), Some("efa"));
+    assert_eq!(nics[0].network_card_index(), Some(0));
+    assert_eq!(
+        instance_interfaces(&peer, &launched.instance.provider_id).await,
+        [(0, 0, "efa".into())]
+    );
+
+    let plain = LaunchRequest {
+        nodeclaim: "hpc-fghij".into(),
+        requests: Default::default(),
+        ..req
+    };
+    cloud.create(plain).await.expect("plain launch");
+    let fleets = peer.fleets();
+    let data = template_data(&peer, &fleets.as_array().unwrap()[1]).await;
+    let nics = data.network_interfaces();
+    assert_eq!(nics.len(), 1, "{nics:?}");
+    assert_eq!(nics[0].interface_type(), None, "the default interface");
+}
+
+/// Connection tracking is Nitro-only and nested virtualization needs the processor
+/// feature: a NodeClass setting either is offered only the types that have them, and the
+/// template asks for nested virtualization.
+#[tokio::test]
+async fn tracking_and_nested_virtualization_leave_only_the_types_that_support_them() {
+    let peer = MotoPeer::start();
+    let (mut cloud, handle, _) = ready_cloud(&peer).await;
+    assert!(offered(&cloud, "t2.micro") && offered(&cloud, "m5.large"));
+    set_extra(&handle, "  connectionTracking: {udpTimeout: 30}\n").await;
+    assert!(!offered(&cloud, "t2.micro"), "Xen");
+    assert!(offered(&cloud, "m5.large"), "Nitro");
+    set_extra(&handle, "  cpuOptions: {nestedVirtualization: enabled}\n").await;
+    assert!(!offered(&cloud, "m5.large"), "no nested virtualization");
+    assert!(offered(&cloud, "c7i.large"));
+    let req = request(&cloud, "vm-abcde", &["c7i.large"], CapacityType::OnDemand);
+    cloud.create(req).await.expect("launched");
+    let fleets = peer.fleets();
+    let data = template_data(&peer, &fleets.as_array().unwrap()[0]).await;
+    assert_eq!(
+        data.cpu_options()
+            .and_then(|c| c.nested_virtualization())
+            .map(|n| n.as_str()),
+        Some("enabled")
+    );
+    set_extra(&handle, "  cpuOptions: {nestedVirtualization: disabled}\n").await;
+    assert!(offered(&cloud, "m5.large"));
+}
