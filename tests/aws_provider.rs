@@ -10,8 +10,8 @@ mod moto_peer;
 
 use std::collections::BTreeMap;
 
-use base64::Engine;
 use aws_fixtures::*;
+use base64::Engine;
 use karpenter_tui::api::labels;
 use karpenter_tui::cloud::aws::{AwsCloud, AwsHandle};
 use karpenter_tui::cloud::{CloudProvider, LaunchRequest, Launched};

@@ -138,13 +138,15 @@ pub struct EC2NodeClassSpec {
     /// Reserved-capacity context (Outposts / capacity reservations).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<String>,
-    /// Capacity reservations the nodes may launch into (kept, not acted on).
+    /// Capacity reservations the nodes may launch into: offered as `reserved` capacity,
+    /// tried before spot and on-demand.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[x_kube(validation = Rule::new("self.all(x, has(x.tags) || has(x.id) || has(x.instanceMatchCriteria))").message("expected at least one, got none, ['tags', 'id', 'instanceMatchCriteria']"))]
     #[x_kube(validation = Rule::new("!self.all(x, has(x.id) && (has(x.tags) || has(x.ownerID) || has(x.instanceMatchCriteria)))").message("'id' is mutually exclusive, cannot be set along with other fields in a capacity reservation selector term"))]
     #[schemars(length(max = 30))]
     pub capacity_reservation_selector_terms: Option<Vec<CapacityReservationSelectorTerm>>,
-    /// The placement group to launch into (kept, not acted on).
+    /// The placement group to launch into, by name or id; the NodeClass is not Ready
+    /// until an available group answers to it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub placement_group_selector: Option<PlacementGroupSelector>,
     /// The network interface layout, e.g. EFA-only interfaces: the launch template's

@@ -69,6 +69,10 @@ pub const CAPACITY_RESERVATION_ID: &str = "karpenter.k8s.aws/capacity-reservatio
 pub const CAPACITY_RESERVATION_TYPE: &str = "karpenter.k8s.aws/capacity-reservation-type";
 pub const CAPACITY_RESERVATION_INTERRUPTIBLE: &str =
     "karpenter.k8s.aws/capacity-reservation-interruptible";
+/// The placement group a node runs in (its id), and its partition in a partition group
+/// (upstream `LabelPlacementGroupID` and `LabelPlacementGroupPartition`).
+pub const PLACEMENT_GROUP_ID: &str = "karpenter.k8s.aws/placement-group-id";
+pub const PLACEMENT_GROUP_PARTITION: &str = "karpenter.k8s.aws/placement-group-partition";
 /// The labels a node loses when its reservation ends and it runs on as on-demand.
 pub const RESERVED_CAPACITY_LABELS: [&str; 3] = [
     CAPACITY_RESERVATION_ID,
@@ -114,6 +118,8 @@ pub const WELL_KNOWN_LABELS: &[&str] = &[
     CAPACITY_RESERVATION_ID,
     CAPACITY_RESERVATION_TYPE,
     CAPACITY_RESERVATION_INTERRUPTIBLE,
+    PLACEMENT_GROUP_ID,
+    PLACEMENT_GROUP_PARTITION,
 ];
 
 /// `kubernetes.io`-domain keys a NodePool may still use in requirements (upstream's

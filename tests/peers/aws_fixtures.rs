@@ -206,7 +206,9 @@ pub fn claim(name: &str, l: &Launched) -> NodeClaimObject {
             price: i.price,
             capacity: Default::default(),
             allocatable: Default::default(),
-            labels: BTreeMap::new(),
+            // The provider's labels (reservation, placement group), as the controller
+            // records them.
+            labels: l.labels.clone(),
             hostname: i.hostname.clone(),
             at: i.launched,
             image_id: i.image_id.clone(),
@@ -254,4 +256,3 @@ pub async fn template_data(
         .unwrap()
         .clone()
 }
-

@@ -211,24 +211,6 @@ impl MotoPeer {
         self.control("POST", "ice", Some(&json!({ "pairs": pairs })));
     }
 
-    /// Replaces the ICE set, as `ice` does, with pairs bound to a placement group: (instance
-    /// type, zone, capacity type, placement group id, partition). Such a pair fails only
-    /// CreateFleet launches into that group (and into that partition, when given; a
-    /// partition EC2 would pick is then chosen among the others), so a test can run one
-    /// group, or one partition, out of capacity while the same type and zone still launch
-    /// outside it. Capacity type None matches spot and on-demand.
-    pub fn ice_in_group(&self, pairs: &[(&str, &str, Option<&str>, &str, Option<u32>)]) {
-        let pairs: Vec<Value> = pairs
-            .iter()
-            .map(|(instance_type, zone, capacity_type, group, partition)| {
-                json!({"instance_type": instance_type, "zone": zone,
-                       "capacity_type": capacity_type, "placement_group": group,
-                       "partition": partition})
-            })
-            .collect();
-        self.control("POST", "ice", Some(&json!({ "pairs": pairs })));
-    }
-
     /// Sets placement group `name`'s state in `region` ("pending", "available", "deleting"
     /// or "deleted"), as EC2 moves a group through them; groups made with
     /// CreatePlacementGroup start available. A test needs it to make a group the provider

@@ -22,7 +22,10 @@ pub fn incompatibility(
     if spec.effective_ami_family() == Some(AMIFamily::AL2023) && instance_type.starts_with("a1.") {
         return Some("AL2023 does not support a1 instance types");
     }
-    let needs_hardware = spec.network_interfaces.as_ref().is_some_and(|n| !n.is_empty())
+    let needs_hardware = spec
+        .network_interfaces
+        .as_ref()
+        .is_some_and(|n| !n.is_empty())
         || nested_virtualization(spec)
         || placement_strategy.is_some()
         || spec.connection_tracking.is_some();
@@ -47,7 +50,10 @@ pub fn incompatibility(
                 return Some("networkInterfaces name a card or device index it does not have");
             }
         }
-        let efas = nics.iter().filter(|n| n.interface_type == "efa-only").count() as i32;
+        let efas = nics
+            .iter()
+            .filter(|n| n.interface_type == "efa-only")
+            .count() as i32;
         if efas > 0 && hw.max_efa.is_none_or(|max| efas > max) {
             return Some("networkInterfaces ask for more EFA interfaces than it has");
         }
@@ -83,7 +89,9 @@ mod tests {
     }
 
     fn base() -> EC2NodeClassSpec {
-        spec("amiSelectorTerms: [{alias: al2023@latest}]\nrole: r\nsubnetSelectorTerms: [{id: subnet-1}]\nsecurityGroupSelectorTerms: [{id: sg-1}]\n")
+        spec(
+            "amiSelectorTerms: [{alias: al2023@latest}]\nrole: r\nsubnetSelectorTerms: [{id: subnet-1}]\nsecurityGroupSelectorTerms: [{id: sg-1}]\n",
+        )
     }
 
     /// p4d.24xlarge as EC2 describes it: four cards of 15 interfaces, four EFAs, Nitro.
@@ -127,7 +135,10 @@ mod tests {
             nic(1, 0, "efa-only"),
             nic(2, 0, "efa-only"),
         ]);
-        assert_eq!(incompatibility("p4d.24xlarge", Some(&p4d()), &s, None), None);
+        assert_eq!(
+            incompatibility("p4d.24xlarge", Some(&p4d()), &s, None),
+            None
+        );
         assert!(incompatibility("m5.large", Some(&m5()), &s, None).is_some());
         // One card, but an EFA the type does not have.
         s.network_interfaces = Some(vec![nic(0, 0, "interface"), nic(0, 1, "efa-only")]);
@@ -154,8 +165,15 @@ mod tests {
     #[test]
     fn the_other_checks_follow_upstream() {
         let s = base();
-        assert!(incompatibility("a1.large", None, &s, None).is_some(), "AL2023 on a1");
-        assert_eq!(incompatibility("m5.large", None, &s, None), None, "nothing asked");
+        assert!(
+            incompatibility("a1.large", None, &s, None).is_some(),
+            "AL2023 on a1"
+        );
+        assert_eq!(
+            incompatibility("m5.large", None, &s, None),
+            None,
+            "nothing asked"
+        );
         let mut al2 = s.clone();
         al2.ami_family = Some(AMIFamily::AL2);
         al2.ami_selector_terms = spec("amiSelectorTerms: [{alias: al2@latest}]\nrole: r\nsubnetSelectorTerms: [{id: subnet-1}]\nsecurityGroupSelectorTerms: [{id: sg-1}]\n").ami_selector_terms;
@@ -168,11 +186,17 @@ mod tests {
         assert!(incompatibility("m5.large", Some(&m5()), &nested, None).is_some());
         let mut capable = m5();
         capable.nested_virtualization = true;
-        assert_eq!(incompatibility("m5.large", Some(&capable), &nested, None), None);
+        assert_eq!(
+            incompatibility("m5.large", Some(&capable), &nested, None),
+            None
+        );
         nested.cpu_options = Some(CpuOptions {
             nested_virtualization: Some("disabled".into()),
         });
-        assert_eq!(incompatibility("m5.large", Some(&m5()), &nested, None), None);
+        assert_eq!(
+            incompatibility("m5.large", Some(&m5()), &nested, None),
+            None
+        );
 
         let mut tracked = s.clone();
         tracked.connection_tracking = Some(ConnectionTracking {
@@ -182,7 +206,10 @@ mod tests {
         let mut xen = m5();
         xen.nitro = false;
         assert!(incompatibility("t2.micro", Some(&xen), &tracked, None).is_some());
-        assert_eq!(incompatibility("m5.large", Some(&m5()), &tracked, None), None);
+        assert_eq!(
+            incompatibility("m5.large", Some(&m5()), &tracked, None),
+            None
+        );
         assert!(
             incompatibility("m5.large", None, &tracked, None).is_some(),
             "undescribed hardware fails a check that needs it"
@@ -191,6 +218,9 @@ mod tests {
         let mut t2 = m5();
         t2.placement_strategies = vec!["partition".into(), "spread".into()];
         assert!(incompatibility("t2.micro", Some(&t2), &s, Some("cluster")).is_some());
-        assert_eq!(incompatibility("t2.micro", Some(&t2), &s, Some("spread")), None);
+        assert_eq!(
+            incompatibility("t2.micro", Some(&t2), &s, Some("spread")),
+            None
+        );
     }
 }

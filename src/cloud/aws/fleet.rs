@@ -263,15 +263,32 @@ pub async fn create(
                 }
             }
             (true, Some(t), Some(z)) => {
-                let l = Launch {
-                    price: price(&t, &z),
-                    instance_type: t,
-                    zone: z,
-                    capacity_type: shape.capacity_type,
-                    reservation: None,
+                // A spread group full in a zone is full for every type (upstream marks them
+                // all at once rather than learning it one fleet error at a time).
+                let spread_full = e
+                    .error_message()
+                    .is_some_and(|m| m.contains(super::placement_group::SPREAD_LIMIT_MESSAGE));
+                let types: Vec<String> = if spread_full {
+                    shape
+                        .overrides
+                        .iter()
+                        .filter(|o| o.zone == z)
+                        .map(|o| o.instance_type.clone())
+                        .collect()
+                } else {
+                    vec![t]
                 };
-                if !result.unavailable.contains(&l) {
-                    result.unavailable.push(l);
+                for t in types {
+                    let l = Launch {
+                        price: price(&t, &z),
+                        instance_type: t,
+                        zone: z.clone(),
+                        capacity_type: shape.capacity_type,
+                        reservation: None,
+                    };
+                    if !result.unavailable.contains(&l) {
+                        result.unavailable.push(l);
+                    }
                 }
             }
             _ => result

@@ -166,7 +166,11 @@ impl AwsHandle {
         let n = catalog.instance_types.len();
         let hardware = hardware::of_all(&infos);
         let hardware_changed = {
-            let mut h = self.shared.hardware.write().unwrap_or_else(|e| e.into_inner());
+            let mut h = self
+                .shared
+                .hardware
+                .write()
+                .unwrap_or_else(|e| e.into_inner());
             let changed = **h != hardware;
             *h = Arc::new(hardware);
             changed

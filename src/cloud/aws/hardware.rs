@@ -38,7 +38,9 @@ impl Hardware {
     pub fn from_info(info: &InstanceTypeInfo) -> Hardware {
         let net = info.network_info();
         Hardware {
-            instance_store_gb: info.instance_storage_info().and_then(|s| s.total_size_in_gb()),
+            instance_store_gb: info
+                .instance_storage_info()
+                .and_then(|s| s.total_size_in_gb()),
             has_network_info: net.is_some_and(|n| !n.network_cards().is_empty()),
             ena_unsupported: net.and_then(|n| n.ena_support()) == Some(&EnaSupport::Unsupported),
             network_cards: net
@@ -82,6 +84,11 @@ impl Hardware {
 pub fn of_all(infos: &[InstanceTypeInfo]) -> HashMap<String, Hardware> {
     infos
         .iter()
-        .filter_map(|i| Some((i.instance_type()?.as_str().to_string(), Hardware::from_info(i))))
+        .filter_map(|i| {
+            Some((
+                i.instance_type()?.as_str().to_string(),
+                Hardware::from_info(i),
+            ))
+        })
         .collect()
 }

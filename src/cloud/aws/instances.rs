@@ -24,6 +24,9 @@ pub struct Facts {
     /// `capacity-reservations-only`). When an ODCR ends the instance runs on as
     /// on-demand.
     pub reservation: Option<String>,
+    /// The placement group it runs in (its id), and its partition in a partition group.
+    pub placement_group: Option<String>,
+    pub partition: Option<i32>,
 }
 
 /// An instance as DescribeInstances reports it.
@@ -120,6 +123,8 @@ fn described(i: &Ec2Instance) -> Option<Described> {
                         .is_some_and(|p| p.as_str() == "capacity-reservations-only")
                 })
                 .map(str::to_string),
+            placement_group: i.placement().and_then(|p| p.group_id()).map(str::to_string),
+            partition: i.placement().and_then(|p| p.partition_number()),
         },
     })
 }

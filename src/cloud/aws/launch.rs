@@ -99,7 +99,7 @@ impl AwsCloud {
             let mut instance = self.handle.priced(d);
             instance.nodeclaim = r.nodeclaim.clone();
             instance.nodepool = r.nodepool.clone();
-            let labels = match &d.facts.reservation {
+            let mut labels = match &d.facts.reservation {
                 Some(id) => {
                     self.handle.reservations().launched(id);
                     self.handle.bump();
@@ -107,6 +107,7 @@ impl AwsCloud {
                 }
                 None => BTreeMap::new(),
             };
+            labels.extend(placement_labels(&d.facts));
             out.push(Ok(Launched {
                 instance,
                 unavailable: result.unavailable.clone(),
@@ -172,9 +173,23 @@ impl AwsCloud {
             .map(|g| g.id.clone())
             .collect();
         let wants_efa = r.requests.get(RESOURCE_EFA) > 0;
+        // Upstream `EnsureAll`: the group, and the partition the NodeClaim asks for.
+        let placement = resolved
+            .placement_group
+            .as_ref()
+            .map(|g| launch_template::Placement {
+                group_id: g.id.clone(),
+                partition: r
+                    .labels
+                    .get(crate::api::labels::PLACEMENT_GROUP_PARTITION)
+                    .and_then(|p| p.parse().ok())
+                    .filter(|_| g.strategy == "partition"),
+            });
         let efa_of = |t: &str| {
             if wants_efa {
-                catalog.get(t).map_or(0, |it| (it.capacity.get(RESOURCE_EFA) / 1000) as i32)
+                catalog
+                    .get(t)
+                    .map_or(0, |it| (it.capacity.get(RESOURCE_EFA) / 1000) as i32)
             } else {
                 0
             }
@@ -214,6 +229,7 @@ impl AwsCloud {
                     .and_then(|c| c.nested_virtualization.clone()),
                 tags: tags.clone(),
                 capacity_reservation: target.clone(),
+                placement: placement.clone(),
             };
             let t = self
                 .templates
@@ -292,6 +308,21 @@ fn reservation_labels(id: &str, offerings: &[Launch]) -> BTreeMap<String, String
             labels::CAPACITY_RESERVATION_INTERRUPTIBLE.into(),
             r.interruptible.to_string(),
         );
+    }
+    out
+}
+
+/// The labels of a node in a placement group (upstream `instanceToNodeClaim`): the
+/// group's id and, in a partition group, the partition EC2 put it in (upstream learns it
+/// in a registration hook; DescribeInstances already tells it here).
+fn placement_labels(facts: &instances::Facts) -> BTreeMap<String, String> {
+    use crate::api::labels;
+    let mut out = BTreeMap::new();
+    if let Some(g) = &facts.placement_group {
+        out.insert(labels::PLACEMENT_GROUP_ID.to_string(), g.clone());
+        if let Some(p) = facts.partition {
+            out.insert(labels::PLACEMENT_GROUP_PARTITION.to_string(), p.to_string());
+        }
     }
     out
 }

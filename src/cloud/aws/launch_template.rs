@@ -7,14 +7,16 @@
 use std::collections::{BTreeMap, HashMap};
 
 use aws_sdk_ec2::types::{
-    CapacityReservationPreference, CapacityReservationTarget, ConnectionTrackingSpecificationRequest,
-    LaunchTemplateBlockDeviceMappingRequest, LaunchTemplateCpuOptionsRequest, LaunchTemplateCapacityReservationSpecificationRequest,
+    CapacityReservationPreference, CapacityReservationTarget,
+    ConnectionTrackingSpecificationRequest, LaunchTemplateBlockDeviceMappingRequest,
+    LaunchTemplateCapacityReservationSpecificationRequest, LaunchTemplateCpuOptionsRequest,
     LaunchTemplateEbsBlockDeviceRequest, LaunchTemplateHttpTokensState,
     LaunchTemplateIamInstanceProfileSpecificationRequest,
     LaunchTemplateInstanceMarketOptionsRequest, LaunchTemplateInstanceMetadataEndpointState,
     LaunchTemplateInstanceMetadataOptionsRequest, LaunchTemplateInstanceMetadataProtocolIpv6,
-    LaunchTemplateInstanceNetworkInterfaceSpecificationRequest, LaunchTemplatesMonitoringRequest,
-    MarketType, NestedVirtualizationSpecification, RequestLaunchTemplateData, ResourceType, Tag, TagSpecification, VolumeType,
+    LaunchTemplateInstanceNetworkInterfaceSpecificationRequest, LaunchTemplatePlacementRequest,
+    LaunchTemplatesMonitoringRequest, MarketType, NestedVirtualizationSpecification,
+    RequestLaunchTemplateData, ResourceType, Tag, TagSpecification, VolumeType,
 };
 use base64::Engine;
 use serde::Serialize;
@@ -46,6 +48,17 @@ pub struct Content {
     pub tags: BTreeMap<String, String>,
     /// Which capacity reservation the launch may use (upstream's targeted launch mode).
     pub capacity_reservation: ReservationTarget,
+    /// The placement group (id) and partition the instance goes into.
+    pub placement: Option<Placement>,
+}
+
+/// Where in a placement group an instance launches (upstream `buildPlacement`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Placement {
+    pub group_id: String,
+    /// A partition the NodeClaim asked for; EC2 picks one when unset.
+    pub partition: Option<i32>,
 }
 
 /// One network interface of a template (upstream `generateNetworkInterfaces`).
@@ -71,14 +84,11 @@ pub struct Interface {
 /// `vpc.amazonaws.com/efa` (`efa` interfaces is how many the type has); else one
 /// interface.
 pub fn interfaces(spec: &EC2NodeClassSpec, groups: &[String], efa: i32) -> Vec<Interface> {
-    let conntrack = spec
-        .connection_tracking
-        .clone()
-        .filter(|c| {
-            c.tcp_established_timeout.is_some()
-                || c.udp_stream_timeout.is_some()
-                || c.udp_timeout.is_some()
-        });
+    let conntrack = spec.connection_tracking.clone().filter(|c| {
+        c.tcp_established_timeout.is_some()
+            || c.udp_stream_timeout.is_some()
+            || c.udp_timeout.is_some()
+    });
     let public = spec.associate_public_ip_address;
     let prefixes = spec.ip_prefix_count;
     if let Some(layout) = spec.network_interfaces.as_ref().filter(|l| !l.is_empty()) {
@@ -195,7 +205,10 @@ impl Content {
                     .build(),
             );
         d = d.set_network_interfaces(Some(
-            self.network_interfaces.iter().map(Interface::request).collect(),
+            self.network_interfaces
+                .iter()
+                .map(Interface::request)
+                .collect(),
         ));
         if let Some(n) = &self.nested_virtualization {
             d = d.cpu_options(
@@ -206,6 +219,14 @@ impl Content {
         }
         for b in &self.block_device_mappings {
             d = d.block_device_mappings(block_device(b)?);
+        }
+        if let Some(p) = &self.placement {
+            d = d.placement(
+                LaunchTemplatePlacementRequest::builder()
+                    .group_id(&p.group_id)
+                    .set_partition_number(p.partition)
+                    .build(),
+            );
         }
         let spec = LaunchTemplateCapacityReservationSpecificationRequest::builder();
         d = match &self.capacity_reservation {

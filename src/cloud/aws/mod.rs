@@ -27,6 +27,7 @@ pub mod interruption;
 mod launch;
 pub mod launch_template;
 pub mod nodeclass;
+pub mod placement_group;
 pub mod pricing;
 pub mod user_data;
 pub mod watch;
@@ -216,14 +217,23 @@ impl CloudProvider for AwsCloud {
         let zones: Vec<&str> = resolved.subnets.iter().map(|s| s.zone.as_str()).collect();
         let catalog = self.handle.catalog();
         let hardware = self.handle.hardware();
+        let strategy = resolved
+            .placement_group
+            .as_ref()
+            .map(|g| g.strategy.as_str());
         let counts = self.handle.reservations();
         catalog
             .instance_types
             .iter()
             .filter(|it| resolved.amis.iter().any(|a| ami_serves(a, it)))
             .filter(|it| {
-                compatibility::incompatibility(&it.name, hardware.get(&it.name), &state.spec, None)
-                    .is_none()
+                compatibility::incompatibility(
+                    &it.name,
+                    hardware.get(&it.name),
+                    &state.spec,
+                    strategy,
+                )
+                .is_none()
             })
             .filter_map(|source| {
                 let mut it = source.clone();
@@ -369,8 +379,8 @@ impl CloudProvider for AwsCloud {
         }
     }
 
-    /// Upstream `isNodeClassDrifted`: the static hash first, then AMI, security groups and
-    /// subnet against the NodeClass's current resolution.
+    /// Upstream `isNodeClassDrifted`: the static hash first, then AMI, security groups,
+    /// subnet and placement group against the NodeClass's current resolution.
     fn drifted(&self, claim: &NodeClaimObject, pool: &NodePool) -> Option<String> {
         let launched = claim.launched.as_ref()?;
         let state = self.nodeclass_of(pool).ok()?;
@@ -396,6 +406,12 @@ impl CloudProvider for AwsCloud {
             && !resolved.amis.iter().any(|a| a.id == image)
         {
             return Some("AMIDrift".into());
+        }
+        // Upstream `isPlacementGroupDrifted`: the node's group label against the
+        // NodeClass's group (added, removed or changed).
+        let node_group = launched.labels.get(crate::api::labels::PLACEMENT_GROUP_ID);
+        if node_group != resolved.placement_group.as_ref().map(|g| &g.id) {
+            return Some("PlacementGroupDrift".into());
         }
         let facts = facts?;
         let groups: std::collections::BTreeSet<String> = resolved

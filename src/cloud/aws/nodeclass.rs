@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 
 use super::instance_types::filter;
-use super::{Clients, ami, capacity_reservation, sdk_error};
+use super::{Clients, ami, capacity_reservation, placement_group, sdk_error};
 use crate::api::ec2nodeclass::{
     EC2NodeClass, EC2NodeClassSpec, EC2NodeClassStatus, SecurityGroup, SecurityGroupSelectorTerm,
     Subnet, SubnetSelectorTerm,
@@ -42,6 +42,8 @@ pub struct Resolved {
     pub instance_profile: String,
     /// The capacity reservations the selector terms found, with EC2's counts.
     pub capacity_reservations: Vec<capacity_reservation::Found>,
+    /// The placement group the NodeClass selects, resolved.
+    pub placement_group: Option<placement_group::PlacementGroup>,
 }
 
 /// A NodeClass as the provider knows it: the spec, its hash, and the last resolution.
@@ -124,20 +126,31 @@ pub async fn resolve(
     let instance_profile = instance_profile(clients, name, spec, cluster)
         .await
         .map_err(|e| not_ready("InstanceProfileReady", "InstanceProfileNotFound", e))?;
-    // Placement groups are accepted and kept, not resolved yet (issue 21): a NodeClass
-    // that asks for one is not Ready rather than launching instances outside what it
-    // asked for (upstream `nodeclass/placementgroup.go` sets this True when nothing is
-    // selected).
-    if let Some(pg) = &spec.placement_group_selector {
-        return Err(not_ready(
-            "PlacementGroupReady",
-            "PlacementGroupResolutionFailed",
-            format!(
-                "placement group {:?} is not resolved by karpenter-tui yet",
-                pg.name.as_deref().or(pg.id.as_deref()).unwrap_or("")
-            ),
-        ));
-    }
+    // Upstream `nodeclass/placementgroup.go`: True when nothing is selected; False when
+    // the selected group is missing or not available, so the pools launch nothing rather
+    // than outside the group.
+    let placement_group = match &spec.placement_group_selector {
+        None => None,
+        Some(selector) => {
+            let what = placement_group::describe(selector).to_string();
+            let found = placement_group::resolve(clients, selector)
+                .await
+                .map_err(|e| {
+                    not_ready(
+                        "PlacementGroupReady",
+                        "PlacementGroupResolutionFailed",
+                        format!("Failed to resolve placement group {what:?}: {}", e.0),
+                    )
+                })?;
+            Some(found.ok_or_else(|| {
+                not_ready(
+                    "PlacementGroupReady",
+                    "PlacementGroupNotFound",
+                    format!("Placement group {what:?} not found"),
+                )
+            })?)
+        }
+    };
     let terms = spec
         .capacity_reservation_selector_terms
         .as_deref()
@@ -161,6 +174,7 @@ pub async fn resolve(
         amis,
         instance_profile,
         capacity_reservations,
+        placement_group,
     })
 }
 

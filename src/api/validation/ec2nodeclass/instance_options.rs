@@ -24,7 +24,9 @@ pub(super) fn check(out: &mut Violations, spec: &EC2NodeClassSpec) {
         {
             out.push(
                 &format!("{path}.id"),
-                format!("invalid id {id:?}: expected pg- followed by lower-case letters and digits"),
+                format!(
+                    "invalid id {id:?}: expected pg- followed by lower-case letters and digits"
+                ),
             );
         }
     }
@@ -34,7 +36,10 @@ pub(super) fn check(out: &mut Violations, spec: &EC2NodeClassSpec) {
     if let Some(n) = spec.ip_prefix_count
         && n < 0
     {
-        out.push("spec.ipPrefixCount", format!("must be at least 0, found {n}"));
+        out.push(
+            "spec.ipPrefixCount",
+            format!("must be at least 0, found {n}"),
+        );
     }
     if let Some(c) = &spec.connection_tracking {
         let path = "spec.connectionTracking";
@@ -48,7 +53,12 @@ pub(super) fn check(out: &mut Violations, spec: &EC2NodeClassSpec) {
             );
         }
         for (field, value, low, high) in [
-            ("tcpEstablishedTimeout", c.tcp_established_timeout, 60, 432_000),
+            (
+                "tcpEstablishedTimeout",
+                c.tcp_established_timeout,
+                60,
+                432_000,
+            ),
             ("udpStreamTimeout", c.udp_stream_timeout, 60, 180),
             ("udpTimeout", c.udp_timeout, 30, 60),
         ] {

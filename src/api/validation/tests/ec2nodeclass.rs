@@ -420,7 +420,10 @@ fn instance_options_follow_the_crd_rules() {
                 )),
             ),
             (t, &with("  ipPrefixCount: 2\n")),
-            (t, &with("  connectionTracking: {tcpEstablishedTimeout: 300}\n")),
+            (
+                t,
+                &with("  connectionTracking: {tcpEstablishedTimeout: 300}\n"),
+            ),
             (t, &with("  cpuOptions: {nestedVirtualization: enabled}\n")),
         ],
     );
@@ -429,7 +432,12 @@ fn instance_options_follow_the_crd_rules() {
     all_bad(
         CLASS,
         &[
-            (t, &with("  placementGroupSelector: {}\n"), pg, "expected at least one"),
+            (
+                t,
+                &with("  placementGroupSelector: {}\n"),
+                pg,
+                "expected at least one",
+            ),
             (
                 t,
                 &with("  placementGroupSelector: {name: a, id: pg-1}\n"),
@@ -444,7 +452,9 @@ fn instance_options_follow_the_crd_rules() {
             ),
             (
                 t,
-                &with("  networkInterfaces:\n    - {networkCardIndex: 0, deviceIndex: 0, interfaceType: efa-only}\n"),
+                &with(
+                    "  networkInterfaces:\n    - {networkCardIndex: 0, deviceIndex: 0, interfaceType: efa-only}\n",
+                ),
                 nics,
                 "must include a primary interface",
             ),
@@ -472,7 +482,12 @@ fn instance_options_follow_the_crd_rules() {
                 "spec.networkInterfaces[1].interfaceType",
                 "expected interface or efa-only",
             ),
-            (t, &with("  ipPrefixCount: -1\n"), "spec.ipPrefixCount", "at least 0"),
+            (
+                t,
+                &with("  ipPrefixCount: -1\n"),
+                "spec.ipPrefixCount",
+                "at least 0",
+            ),
             (
                 t,
                 &with("  connectionTracking: {}\n"),
