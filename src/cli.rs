@@ -283,7 +283,8 @@ pub struct CloudArgs {
     #[arg(long, env = "CLUSTER_ENDPOINT", value_name = "URL")]
     pub cluster_endpoint: Option<String>,
     /// The cluster's service CIDR, for the nodes' nodeadm config (nodeadm derives the
-    /// cluster DNS address from it).
+    /// cluster DNS address from it); an IPv6 CIDR gives the nodes' interfaces IPv6
+    /// prefixes and a primary IPv6 address.
     #[arg(long, value_name = "CIDR")]
     pub cluster_cidr: Option<String>,
     /// The cluster's Kubernetes minor version (1.33), which AMI aliases resolve against

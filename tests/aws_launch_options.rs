@@ -218,7 +218,7 @@ async fn placement_condition(handle: &AwsHandle) -> (String, String, String) {
 
 /// A NodeClass selecting a placement group (upstream v1.14.1): resolved by name or id
 /// among available groups into PlacementGroupReady; only types supporting its strategy
-/// are offered; instances launch into it and their NodeClaims carry the group id (and
+/// are offered, once per partition in a partition group; instances launch into it and their NodeClaims carry the group id (and
 /// the partition EC2 chose, or the one the NodeClaim asked for); a spread group's
 /// seven-per-zone limit sends launches to the other zone; a node outside the group its
 /// NodeClass resolves to has drifted. Before, such a NodeClass was never Ready and launched nothing.
@@ -310,8 +310,24 @@ async fn a_placement_group_is_resolved_launched_into_labelled_and_drifts_nodes_o
     let b = cloud.create(both).await.expect("into us-east-1b");
     assert_eq!(b.instance.zone, "us-east-1b");
 
-    // A partition group: EC2 picks the least-used partition, or takes the one asked for.
+    // A partition group: every offering once per partition (a topology domain for the
+    // scheduler); EC2 picks the least-used partition, or takes the one asked for.
     set_extra(&handle, "  placementGroupSelector: {name: web-partition}\n").await;
+    let m5 = cloud
+        .instance_types(&pool())
+        .into_iter()
+        .find(|t| t.name == "m5.large")
+        .unwrap();
+    let mut partitions: Vec<Option<u32>> = m5
+        .offerings
+        .iter()
+        .filter(|o| o.zone == "us-east-1a" && o.capacity_type == CapacityType::OnDemand)
+        .map(|o| o.partition)
+        .collect();
+    partitions.sort();
+    assert_eq!(partitions, [Some(1), Some(2), Some(3)]);
+    // Capacity refused inside the group keeps the offering out for this group only.
+    assert_eq!(cloud.offering_scope(&pool()), Some(partition.clone()));
     let mut seen = Vec::new();
     for n in 0..2 {
         let l = cloud

@@ -202,8 +202,8 @@ async fn ami_terms_by_name_owner_id_tags_and_ssm_parameter() {
         "{:?}",
         cloud.unlaunchable(&pool())
     );
-    // A placement group is kept but not resolved here: the NodeClass says so and is not
-    // Ready, rather than launching outside the group it asked for.
+    // A placement group EC2 does not have: the NodeClass says so and is not Ready,
+    // rather than launching outside the group it asked for.
     h.set_nodeclass(&spec(&format!(
         "  - id: {}\n  placementGroupSelector: {{name: analytics}}\n",
         older
@@ -219,7 +219,7 @@ async fn ami_terms_by_name_owner_id_tags_and_ssm_parameter() {
     };
     assert_eq!(
         of("PlacementGroupReady"),
-        Some(("False".into(), "PlacementGroupResolutionFailed".into()))
+        Some(("False".into(), "PlacementGroupNotFound".into()))
     );
     assert_eq!(
         of("ValidationSucceeded"),

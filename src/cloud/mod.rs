@@ -233,6 +233,14 @@ pub trait CloudProvider: Send {
         None
     }
 
+    /// Where a pool's launches land beyond zone and capacity type (the AWS provider's
+    /// placement group id): an insufficient-capacity refusal met there keeps the offering
+    /// out for this scope only, so pools launching elsewhere still try it (upstream scopes
+    /// its unavailable-offerings cache by placement group).
+    fn offering_scope(&self, _pool: &NodePool) -> Option<String> {
+        None
+    }
+
     /// Instances (provider ids) in capacity the cloud is about to take back on a
     /// schedule: an AWS capacity block in its last 40 minutes. Their NodeClaims are
     /// deleted so the pods move before the instances go (upstream

@@ -83,6 +83,9 @@ pub struct Offering {
     /// other offering. Each reservation is its own offering, as upstream's are, so two
     /// reservations of one type in one zone are two offerings.
     pub reservation: Option<Arc<Reservation>>,
+    /// The placement group partition it launches into, for a NodeClass in a partition
+    /// group (each offering is then offered once per partition); `None` otherwise.
+    pub partition: Option<u32>,
 }
 
 pub use crate::engine::reservation::{Reservation, ReservationKind};

@@ -6,6 +6,7 @@ pub mod catalog;
 pub mod disruption;
 pub mod fast_hash;
 pub mod features;
+pub mod partition;
 pub mod pod;
 pub mod pod_places;
 pub mod provisioning;

@@ -96,32 +96,59 @@ impl Batcher {
 }
 
 /// Offerings recently refused with insufficient capacity: (instance type, zone, capacity
-/// type) -> until when they stay out (upstream's unavailable-offerings cache).
+/// type, scope) -> until when they stay out (upstream's unavailable-offerings cache). A
+/// scope (an AWS placement group) holds a refusal that only launches into it met: the
+/// same offering outside the group is still tried (upstream `WithPlacementGroup`).
 #[derive(Clone, Debug, Default)]
 pub struct UnavailableOfferings {
-    until: HashMap<(String, String, CapacityType), DateTime<Utc>>,
+    until: HashMap<OfferingKey, DateTime<Utc>>,
 }
 
+type OfferingKey = (String, String, CapacityType, Option<String>);
+
 impl UnavailableOfferings {
-    /// Records an ICE for the offering at `now`.
-    pub fn mark(&mut self, instance_type: &str, zone: &str, ct: CapacityType, now: DateTime<Utc>) {
+    /// Records an ICE for the offering at `now`, for launches in `scope` only when given.
+    pub fn mark(
+        &mut self,
+        instance_type: &str,
+        zone: &str,
+        ct: CapacityType,
+        scope: Option<&str>,
+        now: DateTime<Utc>,
+    ) {
         self.until.insert(
-            (instance_type.to_string(), zone.to_string(), ct),
+            (
+                instance_type.to_string(),
+                zone.to_string(),
+                ct,
+                scope.map(str::to_string),
+            ),
             now + UNAVAILABLE_OFFERING_TTL,
         );
     }
 
-    /// True while the offering is out.
+    /// True while the offering is out for launches in `scope`: refused everywhere, or
+    /// refused in that scope.
     pub fn is_unavailable(
         &self,
         instance_type: &str,
         zone: &str,
         ct: CapacityType,
+        scope: Option<&str>,
         now: DateTime<Utc>,
     ) -> bool {
-        self.until
-            .get(&(instance_type.to_string(), zone.to_string(), ct))
-            .is_some_and(|t| now < *t)
+        if self.until.is_empty() {
+            return false;
+        }
+        let mut key = (instance_type.to_string(), zone.to_string(), ct, None);
+        if self.until.get(&key).is_some_and(|t| now < *t) {
+            return true;
+        }
+        let Some(scope) = scope else {
+            return false;
+        };
+        key.3 = Some(scope.to_string());
+        self.until.get(&key).is_some_and(|t| now < *t)
     }
 
     /// Drops expired entries; true when any did (the offerings are back).
@@ -131,14 +158,20 @@ impl UnavailableOfferings {
         self.until.len() != before
     }
 
-    /// The instance types with unavailable offerings marked `available: false`; types
-    /// without entries are shared, not copied.
-    pub fn apply(&self, types: &[Arc<InstanceType>], now: DateTime<Utc>) -> Vec<Arc<InstanceType>> {
+    /// The instance types with unavailable offerings (for launches in `scope`) marked
+    /// `available: false`; types without entries are shared, not copied.
+    pub fn apply(
+        &self,
+        types: &[Arc<InstanceType>],
+        scope: Option<&str>,
+        now: DateTime<Utc>,
+    ) -> Vec<Arc<InstanceType>> {
         types
             .iter()
             .map(|it| {
-                let hit =
-                    |o: &Offering| self.is_unavailable(&it.name, &o.zone, o.capacity_type, now);
+                let hit = |o: &Offering| {
+                    self.is_unavailable(&it.name, &o.zone, o.capacity_type, scope, now)
+                };
                 if !it.offerings.iter().any(|o| o.available && hit(o)) {
                     return it.clone();
                 }

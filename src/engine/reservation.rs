@@ -275,6 +275,7 @@ pub fn reserved_offering(zone: &str, price: f64, id: &str, capacity: u32) -> Off
             interruptible: false,
             capacity,
         })),
+        partition: None,
     }
 }
 

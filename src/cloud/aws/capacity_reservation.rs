@@ -264,6 +264,7 @@ pub fn offering(
             interruptible: r.interruptible.unwrap_or(false),
             capacity: count,
         })),
+        partition: None,
     }
 }
 

@@ -216,7 +216,12 @@ impl AwsCloud {
             }
             let content = Content {
                 image_id: ami.clone(),
-                network_interfaces: launch_template::interfaces(&state.spec, &groups, efa),
+                network_interfaces: launch_template::interfaces(
+                    &state.spec,
+                    &groups,
+                    efa,
+                    self.handle.opts.cluster.ipv6(),
+                ),
                 user_data: user_data.clone(),
                 metadata_options: state.spec.metadata_options.clone(),
                 block_device_mappings: state.spec.effective_block_device_mappings(),

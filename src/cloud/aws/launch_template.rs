@@ -74,64 +74,75 @@ pub struct Interface {
     pub groups: Vec<String>,
     pub associate_public_ip_address: Option<bool>,
     pub ipv4_prefix_count: Option<i32>,
+    /// IPv6 clusters: prefixes, a primary IPv6 address and one IPv6 address.
+    pub ipv6_prefix_count: Option<i32>,
+    pub primary_ipv6: Option<bool>,
+    pub ipv6_address_count: Option<i32>,
     pub connection_tracking: Option<ConnectionTracking>,
 }
 
-/// The interfaces a launch gets (upstream `generateNetworkInterfaces`, IPv4 clusters):
-/// the NodeClass's `networkInterfaces` layout when it has one (EC2 refuses a public
-/// address, prefixes or connection tracking on an EFA-only interface, so those go on the
-/// others only); else one EFA interface per network card when the pods ask for
-/// `vpc.amazonaws.com/efa` (`efa` interfaces is how many the type has); else one
-/// interface.
-pub fn interfaces(spec: &EC2NodeClassSpec, groups: &[String], efa: i32) -> Vec<Interface> {
+/// The interfaces a launch gets (upstream `generateNetworkInterfaces`): the NodeClass's
+/// `networkInterfaces` layout when it has one; else one EFA interface per network card
+/// when the pods ask for `vpc.amazonaws.com/efa` (`efa` is how many the type has); else
+/// one interface. Each carries the groups, the public-address setting, `ipPrefixCount`
+/// (IPv4 prefixes, or IPv6 prefixes with a primary IPv6 address in an IPv6 cluster) and
+/// the connection tracking timeouts, except an EFA-only interface, on which EC2 refuses
+/// all of these but the groups.
+pub fn interfaces(
+    spec: &EC2NodeClassSpec,
+    groups: &[String],
+    efa: i32,
+    ipv6: bool,
+) -> Vec<Interface> {
     let conntrack = spec.connection_tracking.clone().filter(|c| {
         c.tcp_established_timeout.is_some()
             || c.udp_stream_timeout.is_some()
             || c.udp_timeout.is_some()
     });
-    let public = spec.associate_public_ip_address;
     let prefixes = spec.ip_prefix_count;
+    let bare = |card: Option<i32>, device: i32, kind: Option<&str>| Interface {
+        network_card_index: card,
+        device_index: device,
+        interface_type: kind.map(str::to_string),
+        groups: groups.to_vec(),
+        associate_public_ip_address: None,
+        ipv4_prefix_count: None,
+        ipv6_prefix_count: None,
+        primary_ipv6: None,
+        ipv6_address_count: None,
+        connection_tracking: None,
+    };
+    let full = |card: Option<i32>, device: i32, kind: Option<&str>| Interface {
+        associate_public_ip_address: spec.associate_public_ip_address,
+        ipv4_prefix_count: prefixes.filter(|_| !ipv6),
+        ipv6_prefix_count: prefixes.filter(|_| ipv6),
+        primary_ipv6: ipv6.then_some(true),
+        ipv6_address_count: ipv6.then_some(1),
+        connection_tracking: conntrack.clone(),
+        ..bare(card, device, kind)
+    };
     if let Some(layout) = spec.network_interfaces.as_ref().filter(|l| !l.is_empty()) {
         return layout
             .iter()
             .map(|n| {
-                let full = n.interface_type != "efa-only";
-                Interface {
-                    network_card_index: Some(n.network_card_index),
-                    device_index: n.device_index,
-                    interface_type: Some(n.interface_type.clone()),
-                    groups: groups.to_vec(),
-                    associate_public_ip_address: public.filter(|_| full),
-                    ipv4_prefix_count: prefixes.filter(|_| full),
-                    connection_tracking: conntrack.clone().filter(|_| full),
+                let at = (Some(n.network_card_index), n.device_index);
+                let kind = Some(n.interface_type.as_str());
+                if n.interface_type == "efa-only" {
+                    bare(at.0, at.1, kind)
+                } else {
+                    full(at.0, at.1, kind)
                 }
             })
             .collect();
     }
     if efa > 0 {
+        // One card ranks above the others, so a public address needs no Elastic IP on
+        // every card (upstream's device index 0, then 1).
         return (0..efa)
-            .map(|card| Interface {
-                network_card_index: Some(card),
-                // One card ranks above the others, so a public address needs no
-                // Elastic IP on every card (upstream's device index 0, then 1).
-                device_index: if card == 0 { 0 } else { 1 },
-                interface_type: Some("efa".into()),
-                groups: groups.to_vec(),
-                associate_public_ip_address: public,
-                ipv4_prefix_count: prefixes,
-                connection_tracking: conntrack.clone(),
-            })
+            .map(|card| full(Some(card), if card == 0 { 0 } else { 1 }, Some("efa")))
             .collect();
     }
-    vec![Interface {
-        network_card_index: None,
-        device_index: 0,
-        interface_type: None,
-        groups: groups.to_vec(),
-        associate_public_ip_address: public,
-        ipv4_prefix_count: prefixes,
-        connection_tracking: conntrack,
-    }]
+    vec![full(None, 0, None)]
 }
 
 impl Interface {
@@ -143,6 +154,9 @@ impl Interface {
             .set_groups(Some(self.groups.clone()))
             .set_associate_public_ip_address(self.associate_public_ip_address)
             .set_ipv4_prefix_count(self.ipv4_prefix_count)
+            .set_ipv6_prefix_count(self.ipv6_prefix_count)
+            .set_primary_ipv6(self.primary_ipv6)
+            .set_ipv6_address_count(self.ipv6_address_count)
             .set_connection_tracking_specification(self.connection_tracking.as_ref().map(|c| {
                 ConnectionTrackingSpecificationRequest::builder()
                     .set_tcp_established_timeout(c.tcp_established_timeout)
@@ -392,4 +406,47 @@ pub fn has_code<E: aws_sdk_ec2::error::ProvideErrorMetadata, R>(
     code: &str,
 ) -> bool {
     e.as_service_error().and_then(|s| s.code()) == Some(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(extra: &str) -> EC2NodeClassSpec {
+        serde_norway::from_str(&format!(
+            "amiSelectorTerms: [{{alias: al2023@latest}}]\nrole: r\nsubnetSelectorTerms: [{{id: subnet-1}}]\nsecurityGroupSelectorTerms: [{{id: sg-1}}]\n{extra}"
+        ))
+        .unwrap()
+    }
+
+    /// Upstream's IP settings per cluster family: IPv4 prefixes in an IPv4 cluster; IPv6
+    /// prefixes, a primary IPv6 address and one IPv6 address in an IPv6 one; none of
+    /// them on an EFA-only interface.
+    #[test]
+    fn interfaces_follow_the_clusters_ip_family() {
+        let groups = ["sg-1".to_string()];
+        let s = spec("ipPrefixCount: 2\nnetworkInterfaces:\n- {networkCardIndex: 0, deviceIndex: 0, interfaceType: interface}\n- {networkCardIndex: 1, deviceIndex: 0, interfaceType: efa-only}\n");
+        let v4 = interfaces(&s, &groups, 0, false);
+        assert_eq!(v4[0].ipv4_prefix_count, Some(2));
+        assert_eq!((v4[0].ipv6_prefix_count, v4[0].primary_ipv6), (None, None));
+        let v6 = interfaces(&s, &groups, 0, true);
+        assert_eq!(v6[0].ipv4_prefix_count, None);
+        assert_eq!(v6[0].ipv6_prefix_count, Some(2));
+        assert_eq!(v6[0].primary_ipv6, Some(true));
+        assert_eq!(v6[0].ipv6_address_count, Some(1));
+        for efa_only in [&v4[1], &v6[1]] {
+            assert_eq!(efa_only.groups, groups);
+            assert_eq!(
+                (efa_only.ipv4_prefix_count, efa_only.ipv6_prefix_count),
+                (None, None)
+            );
+            assert_eq!(efa_only.primary_ipv6, None);
+        }
+        let plain = interfaces(&spec(""), &groups, 0, true);
+        assert_eq!(plain.len(), 1);
+        assert_eq!(plain[0].ipv6_address_count, Some(1));
+        let efa = interfaces(&spec(""), &groups, 4, false);
+        let at: Vec<_> = efa.iter().map(|i| (i.network_card_index, i.device_index)).collect();
+        assert_eq!(at, [(Some(0), 0), (Some(1), 1), (Some(2), 1), (Some(3), 1)]);
+    }
 }

@@ -204,7 +204,8 @@ impl AwsCloud {
 impl CloudProvider for AwsCloud {
     /// The region's instance types narrowed to the pool's NodeClass: offerings only in
     /// the zones of its subnets, types only where one of its AMIs serves them and its
-    /// launch settings are possible ([`compatibility`]), each with
+    /// launch settings are possible ([`compatibility`]), each offering once per partition
+    /// of a partition placement group, each type with
     /// the ephemeral storage the NodeClass gives it (its volumes, or the instance store
     /// under RAID0), and a `reserved` offering per capacity reservation it resolved.
     fn instance_types(&self, pool: &NodePool) -> Vec<Arc<InstanceType>> {
@@ -221,6 +222,14 @@ impl CloudProvider for AwsCloud {
             .placement_group
             .as_ref()
             .map(|g| g.strategy.as_str());
+        // A partition group offers each offering once per partition (upstream
+        // `PlacementGroupResolver`), so partitions become a topology domain.
+        let partitions = resolved
+            .placement_group
+            .as_ref()
+            .filter(|g| g.strategy == "partition")
+            .and_then(|g| g.partition_count)
+            .map(|n| n.max(0) as u32);
         let counts = self.handle.reservations();
         catalog
             .instance_types
@@ -255,6 +264,10 @@ impl CloudProvider for AwsCloud {
                 }
                 if it.offerings.is_empty() {
                     return None;
+                }
+                if let Some(n) = partitions {
+                    it.offerings =
+                        crate::engine::partition::expand(std::mem::take(&mut it.offerings), n);
                 }
                 let storage = ephemeral_storage::bytes_for(
                     &state.spec,
@@ -435,6 +448,13 @@ impl CloudProvider for AwsCloud {
     }
 
     /// Instances in capacity blocks that resolved as `expiring`.
+    /// The placement group the pool's NodeClass launches into.
+    fn offering_scope(&self, pool: &NodePool) -> Option<String> {
+        let state = self.nodeclass_of(pool).ok()?;
+        let resolved = state.resolved.ok()?;
+        resolved.placement_group.map(|g| g.id)
+    }
+
     fn expiring(&self) -> Vec<String> {
         let ending: std::collections::HashSet<String> = self
             .handle

@@ -43,6 +43,14 @@ pub struct ClusterInfo {
     pub cidr: Option<String>,
 }
 
+impl ClusterInfo {
+    /// An IPv6 cluster: its service CIDR is IPv6 (upstream reads the IP family from the
+    /// same network configuration of the cluster).
+    pub fn ipv6(&self) -> bool {
+        self.cidr.as_deref().is_some_and(|c| c.contains(':'))
+    }
+}
+
 /// What every family's bootstrap is made of.
 #[derive(Clone, Copy, Debug)]
 pub struct Bootstrap<'a> {

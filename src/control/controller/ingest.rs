@@ -144,9 +144,12 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         match object {
             Object::NodePool(pool) => {
                 let name = pool.metadata.name.clone().unwrap_or_default();
-                let types = self
-                    .unavailable
-                    .apply(&self.cloud.instance_types(&pool), now);
+                let scope = self.cloud.offering_scope(&pool);
+                let types = self.unavailable.apply(
+                    &self.cloud.instance_types(&pool),
+                    scope.as_deref(),
+                    now,
+                );
                 let s = self.state_mut();
                 s.nodepools.insert(name.clone(), *pool);
                 s.instance_types.insert(name, types);

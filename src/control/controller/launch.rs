@@ -194,11 +194,22 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         let Some(claim) = self.registry.get(name).map(|r| r.claim.clone()) else {
             return;
         };
+        // Refusals met inside the pool's placement group hold for that group only.
+        let scope = self
+            .state
+            .nodepools
+            .get(&claim.nodepool)
+            .and_then(|p| self.cloud.offering_scope(p));
         match result {
             Ok(launched) => {
                 for o in &launched.unavailable {
-                    self.unavailable
-                        .mark(&o.instance_type, &o.zone, o.capacity_type, now);
+                    self.unavailable.mark(
+                        &o.instance_type,
+                        &o.zone,
+                        o.capacity_type,
+                        scope.as_deref(),
+                        now,
+                    );
                 }
                 if !launched.unavailable.is_empty() {
                     self.refresh_instance_types(now);
@@ -246,8 +257,13 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             }
             Err(LaunchError::InsufficientCapacity { offerings, .. }) => {
                 for o in &offerings {
-                    self.unavailable
-                        .mark(&o.instance_type, &o.zone, o.capacity_type, now);
+                    self.unavailable.mark(
+                        &o.instance_type,
+                        &o.zone,
+                        o.capacity_type,
+                        scope.as_deref(),
+                        now,
+                    );
                 }
                 self.refresh_instance_types(now);
                 let message = format!(

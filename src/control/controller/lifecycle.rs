@@ -150,9 +150,10 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             .nodepools
             .iter()
             .map(|(p, pool)| {
-                let types = self
-                    .unavailable
-                    .apply(&self.cloud.instance_types(pool), now);
+                let scope = self.cloud.offering_scope(pool);
+                let types =
+                    self.unavailable
+                        .apply(&self.cloud.instance_types(pool), scope.as_deref(), now);
                 (p.clone(), types)
             })
             .collect();
@@ -247,7 +248,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                 && let Some((instance_type, zone, ct)) = &launched
                 && *ct == CapacityType::Spot
             {
-                self.unavailable.mark(instance_type, zone, *ct, now);
+                self.unavailable.mark(instance_type, zone, *ct, None, now);
                 unavailable = true;
             }
             if !i.kind.drains() {

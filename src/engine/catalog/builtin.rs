@@ -238,6 +238,7 @@ fn convert(t: RawType, region: &str, prefix: &str) -> Result<InstanceType, Catal
                 price,
                 available: true,
                 reservation: None,
+                partition: None,
             });
         }
         if on_demand {
@@ -247,6 +248,7 @@ fn convert(t: RawType, region: &str, prefix: &str) -> Result<InstanceType, Catal
                 price: t.on_demand,
                 available: true,
                 reservation: None,
+                partition: None,
             });
         }
     }

@@ -55,6 +55,7 @@ pub(super) fn generate(n: usize, seed: u64) -> Catalog {
                     price: on_demand * (1.0 - discount),
                     available: true,
                     reservation: None,
+                    partition: None,
                 });
             }
             for zone in ZONES {
@@ -64,6 +65,7 @@ pub(super) fn generate(n: usize, seed: u64) -> Catalog {
                     price: on_demand,
                     available: true,
                     reservation: None,
+                    partition: None,
                 });
             }
             let name = format!("fake-it-{i}");

@@ -31,6 +31,7 @@ pub fn instance_type(
         price: od,
         available: true,
         reservation: None,
+        partition: None,
     }];
     if let Some(s) = spot {
         offerings.push(Offering {
@@ -39,6 +40,7 @@ pub fn instance_type(
             price: s,
             available: true,
             reservation: None,
+            partition: None,
         });
     }
     let mut capacity = Resources::cpu_mem(cpu * 1000, mem_gib << 30);

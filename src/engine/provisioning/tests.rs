@@ -53,6 +53,7 @@ fn it(name: &str, cpu: i64, price: f64) -> Arc<InstanceType> {
             price,
             available: true,
             reservation: None,
+            partition: None,
         });
         offerings.push(Offering {
             zone: z.to_string(),
@@ -60,6 +61,7 @@ fn it(name: &str, cpu: i64, price: f64) -> Arc<InstanceType> {
             price: price * (0.3 + 0.1 * i as f64),
             available: true,
             reservation: None,
+            partition: None,
         });
     }
     Arc::new(InstanceType {
@@ -120,7 +122,7 @@ fn an_ice_keeps_the_offering_out_for_three_minutes() {
         let input = SolveInput {
             pools: vec![PoolInput {
                 nodepool: &np,
-                instance_types: cache.apply(&types, now),
+                instance_types: cache.apply(&types, None, now),
                 in_use: Resources::default(),
             }],
             ..Default::default()
@@ -138,7 +140,7 @@ fn an_ice_keeps_the_offering_out_for_three_minutes() {
         ),
         ("m.large", "zone-a", CapacityType::Spot)
     );
-    cache.mark("m.large", "zone-a", CapacityType::Spot, t0());
+    cache.mark("m.large", "zone-a", CapacityType::Spot, None, t0());
     let during = launch_at(&cache, t0() + TimeDelta::seconds(179));
     assert_ne!(
         (during.instance_type.as_str(), during.zone.as_str()),
@@ -147,6 +149,30 @@ fn an_ice_keeps_the_offering_out_for_three_minutes() {
     assert_eq!(during.capacity_type, CapacityType::Spot);
     let after = launch_at(&cache, t0() + TimeDelta::seconds(180));
     assert_eq!(after, first);
+}
+
+/// An ICE met inside a placement group keeps the offering out for launches into that
+/// group only (upstream `WithPlacementGroup`); one met outside any group keeps it out
+/// everywhere.
+#[test]
+fn an_ice_inside_a_placement_group_holds_for_that_group_only() {
+    let types = vec![it("m.large", 2, 0.1)];
+    let spot_a_available = |cache: &UnavailableOfferings, scope: Option<&str>| {
+        cache.apply(&types, scope, t0())[0]
+            .offerings
+            .iter()
+            .find(|o| o.zone == "zone-a" && o.capacity_type == CapacityType::Spot)
+            .unwrap()
+            .available
+    };
+    let mut cache = UnavailableOfferings::default();
+    cache.mark("m.large", "zone-a", CapacityType::Spot, Some("pg-1"), t0());
+    assert!(!spot_a_available(&cache, Some("pg-1")), "out in the group");
+    assert!(spot_a_available(&cache, None), "still tried outside any group");
+    assert!(spot_a_available(&cache, Some("pg-2")), "and in another group");
+    cache.mark("m.large", "zone-a", CapacityType::Spot, None, t0());
+    assert!(!spot_a_available(&cache, None));
+    assert!(!spot_a_available(&cache, Some("pg-2")), "a general ICE holds in groups too");
 }
 
 #[test]

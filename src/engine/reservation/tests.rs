@@ -26,6 +26,7 @@ fn it(name: &str, cpu: i64, price: f64, capacity: Option<u32>) -> Arc<InstanceTy
                 price: p,
                 available: true,
                 reservation: None,
+                partition: None,
             });
         }
     }

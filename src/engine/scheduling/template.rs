@@ -19,7 +19,8 @@ use crate::engine::resources::Resources;
 #[derive(Clone, Debug)]
 pub struct TypeOption {
     pub it: Arc<InstanceType>,
-    /// Labels plus `zone In [...]` and `capacity-type In [...]` of its available offerings.
+    /// Labels plus `zone In [...]` and `capacity-type In [...]` of its available offerings
+    /// (and their reservations and partitions, where they have any).
     pub requirements: Requirements,
     pub allocatable: Resources,
 }
@@ -37,6 +38,9 @@ impl TypeOption {
             available().map(|o| o.capacity_type.as_str().to_string()),
         ));
         for r in crate::engine::reservation::type_requirements(&it) {
+            requirements.add(r);
+        }
+        if let Some(r) = crate::engine::partition::type_requirement(&it) {
             requirements.add(r);
         }
         TypeOption {
@@ -61,13 +65,15 @@ impl TypeOption {
     }
 }
 
-/// True when the offering's zone, capacity type and reservation satisfy the requirements.
+/// True when the offering's zone, capacity type, reservation and placement group
+/// partition satisfy the requirements.
 pub fn offering_allowed(o: &Offering, reqs: &Requirements) -> bool {
     reqs.get(labels::ZONE).is_none_or(|r| r.has(&o.zone))
         && reqs
             .get(labels::CAPACITY_TYPE)
             .is_none_or(|r| r.has(o.capacity_type.as_str()))
         && crate::engine::reservation::allowed(o, reqs)
+        && crate::engine::partition::allowed(o, reqs)
 }
 
 /// A NodePool ready for scheduling.

@@ -23,6 +23,7 @@ fn it(name: &str, cpu: i64, mem_gib: i64, price: f64, zones: &[&str]) -> Arc<Ins
             price,
             available: true,
             reservation: None,
+            partition: None,
         });
         offerings.push(Offering {
             zone: z.to_string(),
@@ -30,6 +31,7 @@ fn it(name: &str, cpu: i64, mem_gib: i64, price: f64, zones: &[&str]) -> Arc<Ins
             price: price * 0.4,
             available: true,
             reservation: None,
+            partition: None,
         });
     }
     Arc::new(InstanceType {
