@@ -40,15 +40,8 @@ fn offered(cloud: &AwsCloud, name: &str) -> bool {
 
 /// The interfaces of a launched instance as EC2 describes them: (card, device, type).
 async fn instance_interfaces(peer: &MotoPeer, provider_id: &str) -> Vec<(i32, i32, String)> {
-    let id = provider_id.rsplit('/').next().unwrap();
-    let out = peer
-        .ec2(true)
-        .describe_instances()
-        .instance_ids(id)
-        .send()
+    let mut nics: Vec<(i32, i32, String)> = describe_instance(peer, provider_id)
         .await
-        .expect("DescribeInstances");
-    let mut nics: Vec<(i32, i32, String)> = out.reservations()[0].instances()[0]
         .network_interfaces()
         .iter()
         .map(|n| {

@@ -220,7 +220,8 @@ pub fn claim(name: &str, l: &Launched) -> NodeClaimObject {
     }
 }
 
-pub async fn instance_tags(peer: &MotoPeer, provider_id: &str) -> BTreeMap<String, String> {
+/// The instance behind a provider id, as DescribeInstances shows it.
+pub async fn describe_instance(peer: &MotoPeer, provider_id: &str) -> aws_sdk_ec2::types::Instance {
     let id = provider_id.rsplit('/').next().unwrap();
     let out = peer
         .ec2(true)
@@ -229,7 +230,12 @@ pub async fn instance_tags(peer: &MotoPeer, provider_id: &str) -> BTreeMap<Strin
         .send()
         .await
         .expect("DescribeInstances");
-    out.reservations()[0].instances()[0]
+    out.reservations()[0].instances()[0].clone()
+}
+
+pub async fn instance_tags(peer: &MotoPeer, provider_id: &str) -> BTreeMap<String, String> {
+    describe_instance(peer, provider_id)
+        .await
         .tags()
         .iter()
         .map(|t| (t.key().unwrap().to_string(), t.value().unwrap().to_string()))

@@ -425,7 +425,9 @@ mod tests {
     #[test]
     fn interfaces_follow_the_clusters_ip_family() {
         let groups = ["sg-1".to_string()];
-        let s = spec("ipPrefixCount: 2\nnetworkInterfaces:\n- {networkCardIndex: 0, deviceIndex: 0, interfaceType: interface}\n- {networkCardIndex: 1, deviceIndex: 0, interfaceType: efa-only}\n");
+        let s = spec(
+            "ipPrefixCount: 2\nnetworkInterfaces:\n- {networkCardIndex: 0, deviceIndex: 0, interfaceType: interface}\n- {networkCardIndex: 1, deviceIndex: 0, interfaceType: efa-only}\n",
+        );
         let v4 = interfaces(&s, &groups, 0, false);
         assert_eq!(v4[0].ipv4_prefix_count, Some(2));
         assert_eq!((v4[0].ipv6_prefix_count, v4[0].primary_ipv6), (None, None));
@@ -446,7 +448,10 @@ mod tests {
         assert_eq!(plain.len(), 1);
         assert_eq!(plain[0].ipv6_address_count, Some(1));
         let efa = interfaces(&spec(""), &groups, 4, false);
-        let at: Vec<_> = efa.iter().map(|i| (i.network_card_index, i.device_index)).collect();
+        let at: Vec<_> = efa
+            .iter()
+            .map(|i| (i.network_card_index, i.device_index))
+            .collect();
         assert_eq!(at, [(Some(0), 0), (Some(1), 1), (Some(2), 1), (Some(3), 1)]);
     }
 }

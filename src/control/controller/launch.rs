@@ -18,7 +18,7 @@ use crate::cluster::{Cluster, Launched, NodeClaimObject, Write};
 use crate::control::events::EventKind;
 use crate::engine::catalog::InstanceType;
 use crate::engine::disruption::Replacement;
-use crate::engine::provisioning::launch_order;
+use crate::engine::provisioning::{Launch, launch_order};
 
 /// The first retry of a failed launch waits this long; each further one twice as long.
 const LAUNCH_BACKOFF: TimeDelta = TimeDelta::seconds(1);
@@ -182,6 +182,25 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         Some((request, allowed))
     }
 
+    /// Keeps offerings the cloud had no capacity for out of the next solves; refusals met
+    /// inside the pool's placement group hold for that group only.
+    fn mark_unavailable(&mut self, nodepool: &str, offerings: &[Launch], now: DateTime<Utc>) {
+        let scope = self
+            .state
+            .nodepools
+            .get(nodepool)
+            .and_then(|p| self.cloud.offering_scope(p));
+        for o in offerings {
+            self.unavailable.mark(
+                &o.instance_type,
+                &o.zone,
+                o.capacity_type,
+                scope.as_deref(),
+                now,
+            );
+        }
+    }
+
     /// Records what came of a launch.
     async fn launch_result(
         &mut self,
@@ -194,23 +213,9 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         let Some(claim) = self.registry.get(name).map(|r| r.claim.clone()) else {
             return;
         };
-        // Refusals met inside the pool's placement group hold for that group only.
-        let scope = self
-            .state
-            .nodepools
-            .get(&claim.nodepool)
-            .and_then(|p| self.cloud.offering_scope(p));
         match result {
             Ok(launched) => {
-                for o in &launched.unavailable {
-                    self.unavailable.mark(
-                        &o.instance_type,
-                        &o.zone,
-                        o.capacity_type,
-                        scope.as_deref(),
-                        now,
-                    );
-                }
+                self.mark_unavailable(&claim.nodepool, &launched.unavailable, now);
                 if !launched.unavailable.is_empty() {
                     self.refresh_instance_types(now);
                 }
@@ -256,15 +261,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                 self.record_launch(name).await;
             }
             Err(LaunchError::InsufficientCapacity { offerings, .. }) => {
-                for o in &offerings {
-                    self.unavailable.mark(
-                        &o.instance_type,
-                        &o.zone,
-                        o.capacity_type,
-                        scope.as_deref(),
-                        now,
-                    );
-                }
+                self.mark_unavailable(&claim.nodepool, &offerings, now);
                 self.refresh_instance_types(now);
                 let message = format!(
                     "insufficient capacity for all {} offering(s)",

@@ -168,11 +168,20 @@ fn an_ice_inside_a_placement_group_holds_for_that_group_only() {
     let mut cache = UnavailableOfferings::default();
     cache.mark("m.large", "zone-a", CapacityType::Spot, Some("pg-1"), t0());
     assert!(!spot_a_available(&cache, Some("pg-1")), "out in the group");
-    assert!(spot_a_available(&cache, None), "still tried outside any group");
-    assert!(spot_a_available(&cache, Some("pg-2")), "and in another group");
+    assert!(
+        spot_a_available(&cache, None),
+        "still tried outside any group"
+    );
+    assert!(
+        spot_a_available(&cache, Some("pg-2")),
+        "and in another group"
+    );
     cache.mark("m.large", "zone-a", CapacityType::Spot, None, t0());
     assert!(!spot_a_available(&cache, None));
-    assert!(!spot_a_available(&cache, Some("pg-2")), "a general ICE holds in groups too");
+    assert!(
+        !spot_a_available(&cache, Some("pg-2")),
+        "a general ICE holds in groups too"
+    );
 }
 
 #[test]
