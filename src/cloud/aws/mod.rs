@@ -204,10 +204,10 @@ impl AwsCloud {
 impl CloudProvider for AwsCloud {
     /// The region's instance types narrowed to the pool's NodeClass: offerings only in
     /// the zones of its subnets, types only where one of its AMIs serves them and its
-    /// launch settings are possible ([`compatibility`]), each offering once per partition
-    /// of a partition placement group, each type with
-    /// the ephemeral storage the NodeClass gives it (its volumes, or the instance store
-    /// under RAID0), and a `reserved` offering per capacity reservation it resolved.
+    /// launch settings are possible ([`compatibility`]), each with the ephemeral storage
+    /// the NodeClass gives it (its volumes, or the instance store under RAID0), a
+    /// `reserved` offering per capacity reservation it resolved, and each offering once
+    /// per partition of a partition placement group.
     fn instance_types(&self, pool: &NodePool) -> Vec<Arc<InstanceType>> {
         let Ok(state) = self.nodeclass_of(pool) else {
             return Vec::new();
@@ -420,34 +420,33 @@ impl CloudProvider for AwsCloud {
         {
             return Some("AMIDrift".into());
         }
-        // Upstream `isPlacementGroupDrifted`: the node's group label against the
-        // NodeClass's group (added, removed or changed).
+        if let Some(facts) = facts {
+            let groups: std::collections::BTreeSet<String> = resolved
+                .security_groups
+                .iter()
+                .map(|g| g.id.clone())
+                .collect();
+            if !facts.security_groups.is_empty() && facts.security_groups != groups {
+                return Some("SecurityGroupDrift".into());
+            }
+            if let Some(subnet) = &facts.subnet_id
+                && !resolved.subnets.iter().any(|s| s.id == *subnet)
+            {
+                return Some("SubnetDrift".into());
+            }
+        }
+        // Upstream `isPlacementGroupDrifted`, last as there: the node's group label
+        // against the NodeClass's group (added, removed or changed). It needs no instance
+        // facts.
         let node_group = launched.labels.get(crate::api::labels::PLACEMENT_GROUP_ID);
-        if node_group != resolved.placement_group.as_ref().map(|g| &g.id) {
-            return Some("PlacementGroupDrift".into());
-        }
-        let facts = facts?;
-        let groups: std::collections::BTreeSet<String> = resolved
-            .security_groups
-            .iter()
-            .map(|g| g.id.clone())
-            .collect();
-        if !facts.security_groups.is_empty() && facts.security_groups != groups {
-            return Some("SecurityGroupDrift".into());
-        }
-        if let Some(subnet) = &facts.subnet_id
-            && !resolved.subnets.iter().any(|s| s.id == *subnet)
-        {
-            return Some("SubnetDrift".into());
-        }
-        None
+        (node_group != resolved.placement_group.as_ref().map(|g| &g.id))
+            .then(|| "PlacementGroupDrift".into())
     }
 
     fn generation(&self) -> u64 {
         self.handle.shared.generation.load(Ordering::SeqCst)
     }
 
-    /// Instances in capacity blocks that resolved as `expiring`.
     /// The placement group the pool's NodeClass launches into.
     fn offering_scope(&self, pool: &NodePool) -> Option<String> {
         let state = self.nodeclass_of(pool).ok()?;
@@ -455,6 +454,7 @@ impl CloudProvider for AwsCloud {
         resolved.placement_group.map(|g| g.id)
     }
 
+    /// Instances in capacity blocks that resolved as `expiring`.
     fn expiring(&self) -> Vec<String> {
         let ending: std::collections::HashSet<String> = self
             .handle
