@@ -557,25 +557,10 @@ async fn the_controller_reads_the_queue_as_leader_and_serves_upstreams_interrupt
     let kube = KubePeer::start();
     kube.kubectl(&["apply", "-f", "-"], MANIFESTS);
     let kubeconfig = kube.kubeconfig_path();
-    let endpoint = moto.endpoint();
-    let ctl = proc::controller_with(
-        kubeconfig.to_str().unwrap(),
-        &[
-            "--cloud",
-            "aws",
-            "--region",
-            "us-east-1",
-            "--aws-endpoint",
-            &endpoint,
-            "--cluster-name",
-            "e2e",
-            "--kubernetes-version",
-            "1.33",
-            "--interruption-queue",
-            QUEUE,
-        ],
-        &moto.env(),
-    );
+    let mut flags = aws_flags(&moto);
+    flags.extend(["--interruption-queue".to_string(), QUEUE.to_string()]);
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let ctl = proc::controller_with(kubeconfig.to_str().unwrap(), &flags, &moto.env());
     let addr = proc::endpoints_of(&ctl);
     ctl.wait_stderr("the queue watched", |s| {
         s.contains("watching interruption queue")

@@ -8,7 +8,6 @@
 use std::sync::LazyLock;
 
 use crate::api::labels;
-use crate::api::nodeclaim::Operator;
 use crate::engine::catalog::{InstanceType, Offering};
 use crate::engine::requirements::{HashedKey, Requirement, Requirements};
 
@@ -25,7 +24,7 @@ pub fn allowed(o: &Offering, reqs: &Requirements) -> bool {
     };
     match o.partition {
         Some(p) => q.has(&p.to_string()),
-        None => matches!(q.operator(), Operator::NotIn | Operator::DoesNotExist),
+        None => q.admits_absent(),
     }
 }
 

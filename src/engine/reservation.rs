@@ -12,7 +12,6 @@
 use std::sync::LazyLock;
 
 use crate::api::labels;
-use crate::api::nodeclaim::Operator;
 use crate::engine::catalog::{CapacityType, InstanceType, Offering};
 use crate::engine::fast_hash::FastMap;
 use crate::engine::requirements::{HashedKey, Requirement, Requirements};
@@ -82,10 +81,9 @@ pub fn allowed(o: &Offering, reqs: &Requirements) -> bool {
                     if r.interruptible { "true" } else { "false" },
                 )
         }
-        None => [id, kind, interruptible].into_iter().all(|key| {
-            reqs.get_hashed(key)
-                .is_none_or(|q| matches!(q.operator(), Operator::NotIn | Operator::DoesNotExist))
-        }),
+        None => [id, kind, interruptible]
+            .into_iter()
+            .all(|key| reqs.get_hashed(key).is_none_or(Requirement::admits_absent)),
     }
 }
 

@@ -86,27 +86,37 @@ pub fn run_aws(kube: &KubePeer, moto: &MotoPeer) -> Proc {
     run_aws_with(kube, moto, &[])
 }
 
+/// The flags that point the binary at the moto peer as cluster `e2e` (EC2 in us-east-1,
+/// Kubernetes 1.33).
+pub fn aws_flags(moto: &MotoPeer) -> Vec<String> {
+    [
+        "--cloud",
+        "aws",
+        "--region",
+        "us-east-1",
+        "--aws-endpoint",
+        &moto.endpoint(),
+        "--cluster-name",
+        "e2e",
+        "--kubernetes-version",
+        "1.33",
+    ]
+    .map(str::to_string)
+    .to_vec()
+}
+
 /// `run --cloud aws` against the two peers, with more flags.
 pub fn run_aws_with(kube: &KubePeer, moto: &MotoPeer, more: &[&str]) -> Proc {
     let kubeconfig = kube.kubeconfig_path();
-    let endpoint = moto.endpoint();
+    let aws = aws_flags(moto);
     let mut args = vec![
         "run",
         "--kubeconfig",
         kubeconfig.to_str().unwrap(),
         "--namespace",
         "default",
-        "--cloud",
-        "aws",
-        "--region",
-        "us-east-1",
-        "--aws-endpoint",
-        &endpoint,
-        "--cluster-name",
-        "e2e",
-        "--kubernetes-version",
-        "1.33",
     ];
+    args.extend(aws.iter().map(String::as_str));
     args.extend_from_slice(more);
     Proc::start_with(&args, &moto.env())
 }

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::*;
+use crate::api::nodeclaim::Operator;
 use crate::api::nodepool::NodePool;
 use crate::engine::catalog::CapacityType;
 use crate::engine::pod::{Pod, SpreadConstraint};

@@ -317,6 +317,12 @@ impl Requirement {
         }
     }
 
+    /// True when a node without the label satisfies it (NotIn, DoesNotExist): how an
+    /// offering that carries no value for a key (no reservation, no partition) is judged.
+    pub fn admits_absent(&self) -> bool {
+        matches!(self.operator(), Operator::NotIn | Operator::DoesNotExist)
+    }
+
     /// Whether a label with this value satisfies the requirement.
     pub fn has(&self, value: &str) -> bool {
         contains(&self.values, value) != self.complement && within(value, self.gte, self.lte)
