@@ -13,6 +13,7 @@ pub mod manifest;
 pub mod migrate;
 pub mod nodeclaim;
 pub mod nodepool;
+pub mod pool_settings;
 pub mod protocol;
 pub mod quantity;
 pub mod schedule;

@@ -3,6 +3,9 @@
 //! Upstream parses `budgets[].schedule` with robfig/cron's standard parser after prefixing
 //! `TZ=UTC`: five fields (minute hour day-of-month month day-of-week) or one of the
 //! descriptors `@yearly @annually @monthly @weekly @daily @midnight @hourly`, always in UTC.
+//! Ours reads them in UTC too, unless the NodePool names a zone in
+//! `karpenter-tui.dev/budget-timezone` (`api::pool_settings`): then the fields are that
+//! zone's wall-clock time, across daylight-saving changes (`*_in` methods).
 //!
 //! This is a small hand-written parser rather than the `croner` crate because croner's
 //! dialect differs from robfig's in ways a user would notice: it has no `@midnight`; it
@@ -15,7 +18,11 @@
 
 use std::fmt;
 
-use chrono::{DateTime, Datelike, NaiveDate, Timelike, Utc};
+use chrono::offset::LocalResult;
+use chrono::{
+    DateTime, Datelike, NaiveDate, NaiveDateTime, Offset, TimeDelta, TimeZone, Timelike, Utc,
+};
+use chrono_tz::Tz;
 
 /// How many years a search for the next or previous hit may span. The rarest satisfiable
 /// schedule is a leap day, whose hits can be eight years apart (2096-02-29, 2104-02-29);
@@ -43,7 +50,7 @@ pub enum ScheduleError {
     #[error("empty schedule (expected five cron fields such as \"0 9 * * 1-5\", or @daily)")]
     Empty,
     #[error(
-        "time zones are not supported: budget schedules are always evaluated in UTC (remove the {0} prefix)"
+        "a {0} prefix is not accepted (upstream evaluates budget schedules in UTC): remove it and name the zone in the NodePool annotation karpenter-tui.dev/budget-timezone"
     )]
     TimeZone(String),
     #[error(
@@ -322,8 +329,76 @@ impl Schedule {
     /// The first hit strictly after `t` (hits are whole minutes), or `None` when the
     /// schedule cannot fire within the search horizon (e.g. `0 0 30 2 *`).
     pub fn next_after(&self, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        let start = DateTime::from_timestamp(t.timestamp().div_euclid(60).checked_add(1)? * 60, 0)?;
-        let mut date = start.date_naive();
+        Some(self.next_wall_after(t.naive_utc())?.and_utc())
+    }
+
+    /// The most recent hit at or before `t`, or `None` when there is none within the search
+    /// horizon. Budget windows use it: a budget is active while `t` is less than its
+    /// duration past this hit.
+    pub fn last_at_or_before(&self, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        Some(self.last_wall_at_or_before(t.naive_utc())?.and_utc())
+    }
+
+    /// [`Schedule::next_after`] with the fields read as wall-clock time in `zone` (a
+    /// NodePool's `karpenter-tui.dev/budget-timezone`; upstream has only UTC). See
+    /// [`instant_of`] for the times a daylight-saving change skips or repeats.
+    pub fn next_after_in(&self, zone: Tz, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        // Around a change, wall-clock order and time order differ by up to the change: a
+        // hit written before `t`'s wall-clock time may happen after `t` and vice versa.
+        // So the search starts a slack earlier and, once a hit after `t` is found, looks a
+        // slack further for an earlier one.
+        let mut wall = t
+            .with_timezone(&zone)
+            .naive_local()
+            .checked_sub_signed(ZONE_SLACK)?;
+        let mut found: Option<(NaiveDateTime, DateTime<Utc>)> = None;
+        while let Some(hit) = self.next_wall_after(wall) {
+            if found.is_some_and(|(first, _)| hit > first + ZONE_SLACK) {
+                break;
+            }
+            wall = hit;
+            let at = instant_of(zone, hit)?;
+            if at > t {
+                match &mut found {
+                    None => found = Some((hit, at)),
+                    Some((_, best)) => *best = (*best).min(at),
+                }
+            }
+        }
+        found.map(|(_, at)| at)
+    }
+
+    /// [`Schedule::last_at_or_before`] with the fields read as wall-clock time in `zone`;
+    /// the mirror image of [`Schedule::next_after_in`].
+    pub fn last_at_or_before_in(&self, zone: Tz, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        let mut wall = t
+            .with_timezone(&zone)
+            .naive_local()
+            .checked_add_signed(ZONE_SLACK)?;
+        let mut found: Option<(NaiveDateTime, DateTime<Utc>)> = None;
+        while let Some(hit) = self.last_wall_at_or_before(wall) {
+            if found.is_some_and(|(first, _)| hit < first - ZONE_SLACK) {
+                break;
+            }
+            let at = instant_of(zone, hit)?;
+            if at <= t {
+                match &mut found {
+                    None => found = Some((hit, at)),
+                    Some((_, best)) => *best = (*best).max(at),
+                }
+            }
+            wall = hit.checked_sub_signed(TimeDelta::minutes(1))?;
+        }
+        found.map(|(_, at)| at)
+    }
+
+    /// The first wall-clock hit strictly after `t`.
+    fn next_wall_after(&self, t: NaiveDateTime) -> Option<NaiveDateTime> {
+        let start = t
+            .with_second(0)?
+            .with_nanosecond(0)?
+            .checked_add_signed(TimeDelta::minutes(1))?;
+        let mut date = start.date();
         let (mut hour, mut minute) = (start.hour(), start.minute());
         let horizon = date.year().checked_add(SEARCH_YEARS)?;
         // Each step moves forward by at least a minute and skips whole months, days and
@@ -348,22 +423,20 @@ impl Schedule {
                 (hour, minute) = (h, 0);
             }
             match next_bit(self.minutes, minute) {
-                Some(m) => return Some(date.and_hms_opt(hour, m, 0)?.and_utc()),
+                Some(m) => return date.and_hms_opt(hour, m, 0),
                 None => (hour, minute) = (hour + 1, 0),
             }
         }
         None
     }
 
-    /// The most recent hit at or before `t`, or `None` when there is none within the search
-    /// horizon. Budget windows use it: a budget is active while `t` is less than its
-    /// duration past this hit.
-    pub fn last_at_or_before(&self, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        let start = DateTime::from_timestamp(t.timestamp().div_euclid(60) * 60, 0)?;
-        let mut date = start.date_naive();
+    /// The most recent wall-clock hit at or before `t`.
+    fn last_wall_at_or_before(&self, t: NaiveDateTime) -> Option<NaiveDateTime> {
+        let start = t.with_second(0)?.with_nanosecond(0)?;
+        let mut date = start.date();
         let (mut hour, mut minute) = (start.hour(), start.minute());
         let horizon = date.year().checked_sub(SEARCH_YEARS)?;
-        // The mirror image of `next_after`: step backwards over what cannot match.
+        // The mirror image of `next_wall_after`: step backwards over what cannot match.
         while date.year() >= horizon {
             if !has_bit(self.months, date.month()) {
                 date = date.with_day(1)?.pred_opt()?;
@@ -384,7 +457,7 @@ impl Schedule {
                 (hour, minute) = (h, 59);
             }
             match prev_bit(self.minutes, minute) {
-                Some(m) => return Some(date.and_hms_opt(hour, m, 0)?.and_utc()),
+                Some(m) => return date.and_hms_opt(hour, m, 0),
                 None if hour == 0 => {
                     date = date.pred_opt()?;
                     (hour, minute) = (23, 59);
@@ -393,6 +466,34 @@ impl Schedule {
             }
         }
         None
+    }
+}
+
+/// How far a zone's offset change can move a wall-clock time (the tz database's largest
+/// current daylight-saving shift is two hours).
+const ZONE_SLACK: TimeDelta = TimeDelta::hours(3);
+
+/// When a wall-clock time happens in `zone`. A time that a clock going back shows twice
+/// happens the first time (a budget opens once, as Go's `time.Date` and robfig read it).
+/// A time a clock going forward skips happens as far after the change as it was meant to
+/// be after the hour the change removed (02:30 on the spring-forward day in Berlin is
+/// 03:30), which is how Go's `time.Date` normalises it. Unlike robfig, whose search steps
+/// over the skipped hour, the budget still opens that day rather than not at all.
+fn instant_of(zone: Tz, wall: NaiveDateTime) -> Option<DateTime<Utc>> {
+    match zone.from_local_datetime(&wall) {
+        LocalResult::Single(t) => Some(t.with_timezone(&Utc)),
+        LocalResult::Ambiguous(first, _) => Some(first.with_timezone(&Utc)),
+        LocalResult::None => {
+            // The offset in force before the change: a day earlier (zones change offset
+            // at most twice a year).
+            let before = zone
+                .offset_from_utc_datetime(&wall.checked_sub_signed(TimeDelta::days(1))?)
+                .fix();
+            Some(
+                wall.checked_sub_signed(TimeDelta::seconds(i64::from(before.local_minus_utc())))?
+                    .and_utc(),
+            )
+        }
     }
 }
 

@@ -113,10 +113,10 @@ fn rejects_what_robfig_rejects() {
     let bad: &[(&str, &str)] = &[
         ("", "empty schedule"),
         ("   ", "empty schedule"),
-        ("TZ=UTC 0 0 * * *", "time zones are not supported"),
+        ("TZ=UTC 0 0 * * *", "karpenter-tui.dev/budget-timezone"),
         (
             "CRON_TZ=Europe/Berlin 0 0 * * *",
-            "remove the CRON_TZ= prefix",
+            "a CRON_TZ= prefix is not accepted",
         ),
         ("@every 1h", "unknown descriptor"),
         ("@Daily", "unknown descriptor"),
@@ -218,5 +218,117 @@ proptest! {
         // The two searches agree with each other.
         prop_assert_eq!(s.next_after(last), Some(next));
         prop_assert_eq!(s.last_at_or_before(next - chrono::Duration::seconds(1)), Some(last));
+    }
+}
+
+/// Berlin's clocks went forward at 2026-03-29 01:00 UTC (02:00 CET -> 03:00 CEST) and go
+/// back at 2026-10-25 01:00 UTC (03:00 CEST -> 02:00 CET).
+const BERLIN: Tz = chrono_tz::Europe::Berlin;
+
+#[test]
+fn a_zone_reads_the_fields_as_its_wall_clock_on_both_sides_of_a_change() {
+    let weekdays = sched("0 9 * * 1-5");
+    // Friday before the change: 09:00 CET is 08:00 UTC; Monday after: 09:00 CEST is 07:00.
+    assert_eq!(
+        weekdays.last_at_or_before_in(BERLIN, at("2026-03-27T12:00:00Z")),
+        Some(at("2026-03-27T08:00:00Z"))
+    );
+    assert_eq!(
+        weekdays.next_after_in(BERLIN, at("2026-03-28T12:00:00Z")),
+        Some(at("2026-03-30T07:00:00Z"))
+    );
+    // UTC as a zone is the plain search.
+    let t = at("2026-03-28T12:00:00Z");
+    assert_eq!(
+        weekdays.next_after_in(chrono_tz::UTC, t),
+        weekdays.next_after(t)
+    );
+}
+
+#[test]
+fn a_skipped_time_happens_after_the_change_and_a_repeated_one_happens_once() {
+    let half_two = sched("30 2 * * *");
+    // 02:30 does not exist on 2026-03-29 in Berlin: it happens at 03:30 CEST (01:30 UTC).
+    assert_eq!(
+        half_two.next_after_in(BERLIN, at("2026-03-29T00:00:00Z")),
+        Some(at("2026-03-29T01:30:00Z"))
+    );
+    // At 03:15 CEST the wall clock is past 02:30, but that hit has not happened yet.
+    assert_eq!(
+        half_two.last_at_or_before_in(BERLIN, at("2026-03-29T01:15:00Z")),
+        Some(at("2026-03-28T01:30:00Z"))
+    );
+    // A hit written before the wall-clock time of `t` may still be the next one.
+    let two_and_three = sched("45 2 * * *");
+    assert_eq!(
+        two_and_three.next_after_in(BERLIN, at("2026-03-29T01:20:00Z")),
+        Some(at("2026-03-29T01:45:00Z"))
+    );
+    // 02:30 happens twice on 2026-10-25: the budget opens the first time only.
+    assert_eq!(
+        half_two.next_after_in(BERLIN, at("2026-10-25T00:00:00Z")),
+        Some(at("2026-10-25T00:30:00Z"))
+    );
+    assert_eq!(
+        half_two.next_after_in(BERLIN, at("2026-10-25T00:45:00Z")),
+        Some(at("2026-10-26T01:30:00Z"))
+    );
+    // During the second 02:30 (01:30 UTC) the last hit is the first one.
+    assert_eq!(
+        half_two.last_at_or_before_in(BERLIN, at("2026-10-25T01:40:00Z")),
+        Some(at("2026-10-25T00:30:00Z"))
+    );
+}
+
+/// The zoned searches against a scan of every wall-clock minute near `t`: the hits'
+/// instants (by `instant_of`), the least after `t` and the greatest at or before it.
+fn zoned_oracle(
+    s: &Schedule,
+    zone: Tz,
+    t: DateTime<Utc>,
+) -> (Option<DateTime<Utc>>, Option<DateTime<Utc>>) {
+    let wall = t.with_timezone(&zone).naive_local();
+    let start = wall.with_second(0).unwrap() - TimeDelta::days(2);
+    let (mut next, mut last) = (None, None);
+    for m in 0..(4 * 24 * 60) {
+        let w = start + TimeDelta::minutes(m);
+        let as_utc = w.and_utc();
+        if !matches(s, as_utc) {
+            continue;
+        }
+        let i = instant_of(zone, w).unwrap();
+        if i > t && next.is_none_or(|n| i < n) {
+            next = Some(i);
+        }
+        if i <= t && last.is_none_or(|l| i > l) {
+            last = Some(i);
+        }
+    }
+    (next, last)
+}
+
+fn hourly_schedules() -> impl Strategy<Value = Schedule> {
+    (
+        prop::sample::select(vec!["*", "0", "30", "15,45", "*/20", "59"]),
+        prop::sample::select(vec!["*", "2", "1-3", "2,3", "*/2", "3"]),
+    )
+        .prop_map(|(m, h)| sched(&format!("{m} {h} * * *")))
+}
+
+proptest! {
+    #[test]
+    fn zoned_searches_agree_with_a_scan_across_daylight_saving_changes(
+        s in hourly_schedules(),
+        zone in prop::sample::select(vec![BERLIN, chrono_tz::America::New_York, chrono_tz::Australia::Lord_Howe]),
+        change in prop::sample::select(vec![
+            "2026-03-29T01:00:00Z", "2026-10-25T01:00:00Z", "2026-03-08T07:00:00Z",
+            "2026-11-01T06:00:00Z", "2026-04-04T15:00:00Z", "2026-10-03T15:30:00Z",
+        ]),
+        offset_minutes in -360i64..360,
+    ) {
+        let t = at(change) + TimeDelta::minutes(offset_minutes) + TimeDelta::seconds(offset_minutes.rem_euclid(7));
+        let (next, last) = zoned_oracle(&s, zone, t);
+        prop_assert_eq!(s.next_after_in(zone, t), next, "next after {} in {}", t, zone);
+        prop_assert_eq!(s.last_at_or_before_in(zone, t), last, "last at or before {} in {}", t, zone);
     }
 }

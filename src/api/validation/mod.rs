@@ -38,7 +38,11 @@ pub struct Violation {
 /// Checks any object the manifest loader produced, so callers need not match on kinds.
 pub fn validate(obj: &Object) -> Vec<Violation> {
     match obj {
-        Object::NodePool(np) => validate_nodepool(np),
+        Object::NodePool(np) => {
+            let mut out = validate_nodepool(np);
+            out.extend(validate_pool_settings(np));
+            out
+        }
         Object::NodeClaim(nc) => validate_nodeclaim(nc),
         Object::EC2NodeClass(nc) => validate_ec2nodeclass(nc),
     }
@@ -52,6 +56,18 @@ pub fn validate_nodepool(np: &NodePool) -> Vec<Violation> {
     let mut out = Violations::default();
     check_name(&mut out, &np.metadata, "NodePool", false);
     nodepool::check_spec(&mut out, &np.spec);
+    out.0
+}
+
+/// karpenter-tui's own NodePool settings (`api::pool_settings`), checked where a user
+/// writes a manifest (`validate`, scenario files) but kept out of [`validate_nodepool`]:
+/// upstream ignores these annotations, so a bad value must not mark a live pool
+/// `ValidationSucceeded=False`. The engine reports such a value where it applies instead.
+pub fn validate_pool_settings(np: &NodePool) -> Vec<Violation> {
+    let mut out = Violations::default();
+    for e in super::pool_settings::problems(np) {
+        out.push(&key_path("metadata.annotations", e.annotation), e.message);
+    }
     out.0
 }
 

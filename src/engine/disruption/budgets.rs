@@ -8,14 +8,20 @@
 //! the active budgets that list it (or list no reasons); a reason no active budget covers
 //! is unbounded; an unparseable schedule allows 0; nodes that are NotReady or already
 //! being deleted are subtracted.
+//!
+//! Ours, beyond upstream: a pool's `karpenter-tui.dev/budget-timezone` annotation reads its
+//! schedules in that zone's wall-clock time (`api::pool_settings`); a zone that does not
+//! parse blocks like an unparseable schedule, on the scheduled budgets only.
 
 use crate::engine::fast_hash::{FastMap, FastSet};
 
 use chrono::{DateTime, TimeDelta, Utc};
 
 use crate::api::nodepool::{Budget, DisruptionReason, NodePool};
+use crate::api::pool_settings::{self, SettingError};
 use crate::api::schedule::Schedule;
 use crate::engine::state::ClusterState;
+use chrono_tz::Tz;
 
 /// One budget of a pool as it stands at a given time.
 #[derive(Clone, Debug, PartialEq)]
@@ -71,6 +77,9 @@ pub struct PoolBudgets {
     /// can run at once.
     pub reserved: usize,
     pub windows: Vec<BudgetWindow>,
+    /// The zone the schedules are read in (`karpenter-tui.dev/budget-timezone`); `None`
+    /// is UTC, as upstream.
+    pub timezone: Option<Tz>,
     /// One per reason, in `DisruptionReason::ALL` order.
     pub reasons: Vec<ReasonBudget>,
 }
@@ -78,13 +87,14 @@ pub struct PoolBudgets {
 impl PoolBudgets {
     /// Evaluates every budget of the pool at `now`.
     pub fn evaluate(pool: &NodePool, total: usize, disrupting: usize, now: DateTime<Utc>) -> Self {
+        let zone = pool_settings::budget_timezone(pool);
         let windows: Vec<BudgetWindow> = pool
             .spec
             .disruption
             .budgets
             .iter()
             .enumerate()
-            .map(|(i, b)| window(i, b, total, now))
+            .map(|(i, b)| window(i, b, total, now, &zone))
             .collect();
         let reasons = DisruptionReason::ALL
             .iter()
@@ -117,6 +127,7 @@ impl PoolBudgets {
             disrupting,
             reserved: 0,
             windows,
+            timezone: zone.ok().flatten(),
             reasons,
         }
     }
@@ -196,7 +207,13 @@ pub fn scaled_nodes(nodes: &str, total: usize) -> Result<usize, String> {
     }
 }
 
-fn window(index: usize, b: &Budget, total: usize, now: DateTime<Utc>) -> BudgetWindow {
+fn window(
+    index: usize,
+    b: &Budget,
+    total: usize,
+    now: DateTime<Utc>,
+    zone: &Result<Option<Tz>, SettingError>,
+) -> BudgetWindow {
     let mut w = BudgetWindow {
         index,
         nodes: b.nodes.clone(),
@@ -219,9 +236,12 @@ fn window(index: usize, b: &Budget, total: usize, now: DateTime<Utc>) -> BudgetW
             .and_then(|d| d.value())
             .and_then(|d| TimeDelta::from_std(d).ok())
             .unwrap_or_default();
-        match Schedule::parse(text) {
-            Ok(s) => {
-                let last = s.last_at_or_before(now);
+        match (Schedule::parse(text), zone) {
+            (Ok(s), Ok(zone)) => {
+                let last = match zone {
+                    None => s.last_at_or_before(now),
+                    Some(z) => s.last_at_or_before_in(*z, now),
+                };
                 match last {
                     Some(hit) if now < hit + duration => {
                         w.active = true;
@@ -229,13 +249,20 @@ fn window(index: usize, b: &Budget, total: usize, now: DateTime<Utc>) -> BudgetW
                     }
                     _ => {
                         w.active = false;
-                        w.opens_at = s.next_after(now);
+                        w.opens_at = match zone {
+                            None => s.next_after(now),
+                            Some(z) => s.next_after_in(*z, now),
+                        };
                     }
                 }
             }
-            Err(e) => {
+            (Err(e), _) => {
                 // Upstream: an unparseable schedule makes the budget allow 0, always.
                 w.error = Some(format!("schedule {text:?}: {e}"));
+            }
+            (Ok(_), Err(e)) => {
+                // Which hours the schedule means is unknown: as an unparseable schedule.
+                w.error = Some(e.to_string());
             }
         }
     }
@@ -336,6 +363,54 @@ mod tests {
                 .as_deref()
                 .unwrap()
                 .contains("61 * * * *")
+        );
+    }
+
+    #[test]
+    fn a_pool_zone_moves_its_windows_with_daylight_saving_and_a_bad_zone_blocks_them() {
+        let mut office = budget("0");
+        office.schedule = Some("0 9 * * 1-5".into());
+        office.duration = Some(GoDuration::parse("8h").unwrap());
+        let mut p = pool(vec![budget("100%"), office]);
+        p.metadata.annotations = Some(
+            [(
+                pool_settings::BUDGET_TIMEZONE.to_string(),
+                "Europe/Berlin".to_string(),
+            )]
+            .into(),
+        );
+        let utc = |s: &str| DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc);
+        // Friday before the change (CET): 07:30 UTC is 08:30 in Berlin.
+        let b = PoolBudgets::evaluate(&p, 10, 0, utc("2026-03-27T07:30:00Z"));
+        assert_eq!(b.timezone, Some(chrono_tz::Europe::Berlin));
+        assert_eq!(b.allowed(DisruptionReason::Drifted), 10);
+        assert_eq!(b.windows[1].opens_at, Some(utc("2026-03-27T08:00:00Z")));
+        // Monday after the change (CEST): 07:30 UTC is 09:30, inside 09:00-17:00.
+        let b = PoolBudgets::evaluate(&p, 10, 0, utc("2026-03-30T07:30:00Z"));
+        assert_eq!(b.allowed(DisruptionReason::Drifted), 0);
+        assert_eq!(b.windows[1].closes_at, Some(utc("2026-03-30T15:00:00Z")));
+
+        p.metadata.annotations = Some(
+            [(
+                pool_settings::BUDGET_TIMEZONE.to_string(),
+                "Berlin".to_string(),
+            )]
+            .into(),
+        );
+        let b = PoolBudgets::evaluate(&p, 10, 0, utc("2026-03-28T12:00:00Z"));
+        assert_eq!(
+            b.allowed(DisruptionReason::Drifted),
+            0,
+            "a bad zone allows 0"
+        );
+        assert!(
+            b.windows[0].error.is_none(),
+            "unscheduled budgets are unaffected"
+        );
+        let e = b.windows[1].error.as_deref().unwrap();
+        assert!(
+            e.contains("budget-timezone") && e.contains("\"Berlin\""),
+            "{e}"
         );
     }
 

@@ -21,6 +21,7 @@ pub mod drift;
 pub mod fixture;
 mod images;
 pub mod incremental;
+pub mod min_savings;
 pub mod outcome;
 mod sim_input;
 mod topology_counts;
@@ -361,6 +362,7 @@ fn plan_with<'p>(
         })
     };
     let balanced_totals = balanced::pool_totals(state, pods_by_node);
+    let min_savings = min_savings::Thresholds::new(state);
 
     // 1. Emptiness: every empty, consolidatable, unblocked candidate within budget. It
     // simulates nothing, so a scale-up in progress does not hold it.
@@ -574,6 +576,7 @@ fn plan_with<'p>(
             .as_ref()
             .map_err(Clone::clone)
             .and_then(|p| {
+                min_savings.check(state, set, p.savings)?;
                 balanced::approve(state, set, p.savings, &balanced_totals).map(|s| (p.clone(), s))
             }) {
                 Ok(p) => {
@@ -676,8 +679,10 @@ fn plan_with<'p>(
         )
         .as_ref()
         .map_err(Clone::clone)
-        .and_then(|p| balanced::approve(state, &[c], p.savings, &balanced_totals).map(|s| (p, s)))
-        {
+        .and_then(|p| {
+            min_savings.check(state, &[c], p.savings)?;
+            balanced::approve(state, &[c], p.savings, &balanced_totals).map(|s| (p, s))
+        }) {
             Ok((p, scores)) => {
                 *pass.eligible.entry(Reason::Underutilized).or_default() += 1;
                 let delete_only = p.replacement.is_none();

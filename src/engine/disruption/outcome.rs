@@ -199,6 +199,23 @@ pub enum Block {
     StaticNodePool {
         nodepool: String,
     },
+    /// The move saves less than its pools' `karpenter-tui.dev/min-savings-*` ask.
+    BelowMinimumSavings {
+        /// The pools whose threshold applies, comma-separated.
+        nodepools: String,
+        /// USD/h the move would save.
+        savings: f64,
+        /// USD/h the candidates cost now.
+        price: f64,
+        min_per_hour: Option<f64>,
+        min_percent: Option<f64>,
+    },
+    /// One of the pool's karpenter-tui settings does not parse: what depends on it does
+    /// not act until it is fixed.
+    InvalidPoolSetting {
+        nodepool: String,
+        why: String,
+    },
 }
 
 impl Block {
@@ -214,6 +231,8 @@ impl Block {
             | Block::WouldUseUninitialized { .. }
             | Block::BalancedScore { .. }
             | Block::StaticNodePool { .. }
+            | Block::BelowMinimumSavings { .. }
+            | Block::InvalidPoolSetting { .. }
             | Block::ConsolidationDisabled => "Unconsolidatable",
             _ => "DisruptionBlocked",
         }
@@ -332,6 +351,34 @@ impl fmt::Display for Block {
                 f,
                 "NodePool {nodepool} is static (spec.replicas): its nodes are not consolidated"
             ),
+            Block::BelowMinimumSavings {
+                nodepools,
+                savings,
+                price,
+                min_per_hour,
+                min_percent,
+            } => {
+                let share = if *price > 0.0 {
+                    savings / price * 100.0
+                } else {
+                    0.0
+                };
+                let mut asks = Vec::new();
+                if let Some(m) = min_per_hour {
+                    asks.push(format!("${m:.4}/h"));
+                }
+                if let Some(m) = min_percent {
+                    asks.push(format!("{m:.1}%"));
+                }
+                write!(
+                    f,
+                    "saves ${savings:.4}/h ({share:.1}% of ${price:.4}/h), below the minimum savings of NodePool {nodepools} ({})",
+                    asks.join(" and ")
+                )
+            }
+            Block::InvalidPoolSetting { nodepool, why } => {
+                write!(f, "NodePool {nodepool}: {why}")
+            }
         }
     }
 }

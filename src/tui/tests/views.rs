@@ -502,3 +502,35 @@ async fn costs_from_fallback_prices_are_marked_on_the_cost_panel() {
     let text = screen(&mut app, 120, 30);
     assert!(text.contains("fallback prices"), "{text}");
 }
+
+/// Issue 22: a pool whose budgets are read in its own zone shows each window's time in
+/// that zone and in UTC.
+#[tokio::test]
+async fn budget_windows_show_the_pools_zone_and_utc() {
+    let snap = demo::snapshot(DEMO_AT).await.unwrap();
+    let mut budgets = snap.budgets.clone();
+    let batch = budgets
+        .iter_mut()
+        .find(|b| b.nodepool == "batch")
+        .expect("the demo's batch pool");
+    let closes = batch.windows[0]
+        .closes_at
+        .expect("the morning window is open");
+    batch.timezone = Some(chrono_tz::America::New_York);
+    let s = Arc::new(Snapshot {
+        budgets,
+        ..(*snap).clone()
+    });
+    let mut app = frame::app(s, Theme::default(), false);
+    app.show(View::NodePools);
+    assert!(app.tables.nodepools.select_id("batch"));
+    let text = screen(&mut app, 160, 45);
+    assert!(text.contains("schedules in America/New_York"), "{text}");
+    let local = closes.with_timezone(&chrono_tz::America::New_York);
+    let shown = format!(
+        "ACTIVE, closes {} EST / {} UTC",
+        local.format("%H:%M"),
+        closes.format("%H:%M")
+    );
+    assert!(text.contains(&shown), "{shown}\n{text}");
+}

@@ -195,6 +195,23 @@ pub fn rows(s: &Snapshot) -> Vec<Row> {
         .collect()
 }
 
+/// A window's opening or closing time: in UTC, or in the pool's budget zone and in UTC
+/// (`17:00 CET / 16:00 UTC`), so an operator reading either clock sees when.
+fn window_time(t: DateTime<Utc>, zone: Option<chrono_tz::Tz>, fmt: &str) -> String {
+    match zone {
+        None => format!("{} UTC", t.format(fmt)),
+        Some(z) => {
+            let local = t.with_timezone(&z);
+            format!(
+                "{} {} / {} UTC",
+                local.format(fmt),
+                local.format("%Z"),
+                t.format("%H:%M")
+            )
+        }
+    }
+}
+
 /// The budget lines of one pool (also used by the details popup).
 pub fn budget_lines(
     s: &Snapshot,
@@ -207,10 +224,14 @@ pub fn budget_lines(
         Span::styled(format!("{} ", b.nodepool), styles.title),
         Span::styled(
             format!(
-                "{} node{} counted, {} disrupting now",
+                "{} node{} counted, {} disrupting now{}",
                 b.total,
                 if b.total == 1 { "" } else { "s" },
-                b.disrupting
+                b.disrupting,
+                match b.timezone {
+                    Some(z) => format!(", schedules in {}", z.name()),
+                    None => String::new(),
+                }
             ),
             styles.muted,
         ),
@@ -232,7 +253,7 @@ pub fn budget_lines(
                 match w.closes_at {
                     Some(t) => format!(
                         "ACTIVE, closes {} ({})",
-                        t.format("%H:%M UTC"),
+                        window_time(t, b.timezone, "%H:%M"),
                         format::relative(t - now)
                     ),
                     None => "ACTIVE".into(),
@@ -243,7 +264,7 @@ pub fn budget_lines(
                 match w.opens_at {
                     Some(t) => format!(
                         "inactive, opens {} ({})",
-                        t.format("%a %H:%M UTC"),
+                        window_time(t, b.timezone, "%a %H:%M"),
                         format::relative(t - now)
                     ),
                     None => "inactive".into(),

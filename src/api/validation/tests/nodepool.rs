@@ -187,7 +187,10 @@ fn budget_schedule_is_cron() {
         ("0 25 * * *", "hour field"),
         ("@every 1h", "unknown descriptor"),
         ("0 0 * *", "expected exactly 5 fields"),
-        ("TZ=Europe/Berlin 0 0 * * *", "always evaluated in UTC"),
+        (
+            "TZ=Europe/Berlin 0 0 * * *",
+            "karpenter-tui.dev/budget-timezone",
+        ),
     ] {
         assert_bad(
             POOL,
@@ -198,6 +201,50 @@ fn budget_schedule_is_cron() {
         );
         assert_bad(POOL, b, &sched(s), path, msg);
     }
+}
+
+#[test]
+fn our_pool_settings_are_checked_by_validate_but_do_not_invalidate_the_pool() {
+    let with = |annotations: &str| {
+        edit(
+            POOL,
+            "  name: default\n",
+            &format!("  name: default\n  annotations:\n{annotations}"),
+        )
+    };
+    all_ok(
+        &with(
+            "    karpenter-tui.dev/budget-timezone: Europe/Berlin\n    karpenter-tui.dev/min-savings-percent: \"20\"\n    karpenter-tui.dev/min-savings-per-hour: \"0.05\"\n",
+        ),
+        &[],
+    );
+    assert_ok(
+        &with("    karpenter-tui.dev/budget-timezone: America/New_York\n"),
+        "",
+        "",
+    );
+    let bad = with(
+        "    karpenter-tui.dev/budget-timezone: Mars/Olympus\n    karpenter-tui.dev/min-savings-percent: \"lots\"\n",
+    );
+    assert_bad(
+        &bad,
+        "",
+        "",
+        "metadata.annotations[karpenter-tui.dev/budget-timezone]",
+        "\"Mars/Olympus\" is not an IANA time zone",
+    );
+    assert_bad(
+        &bad,
+        "",
+        "",
+        "metadata.annotations[karpenter-tui.dev/min-savings-percent]",
+        "not a number from 0 to 100",
+    );
+    // Upstream ignores these annotations, so a live pool is not marked invalid for them.
+    let crate::api::manifest::Object::NodePool(np) = load_one(&bad) else {
+        panic!("a NodePool")
+    };
+    assert_eq!(validate_nodepool(&np), vec![]);
 }
 
 #[test]

@@ -1,0 +1,239 @@
+//! Scenario tests, through the real `simulate` binary, of the per-NodePool settings
+//! upstream does not have (issue 22): budget schedules read in the pool's own time zone
+//! across a daylight-saving change, and a minimum saving below which consolidation is not
+//! proposed.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_karpenter-tui");
+
+/// Runs `simulate` over `scenario` (written to a temp file) and returns its events.
+fn simulate(scenario: &str, until: &str) -> Vec<Value> {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("scenario.yaml");
+    std::fs::write(&file, scenario).expect("write scenario");
+    let out = Command::new(BIN)
+        .args(["simulate", &file.display().to_string(), "--until", until])
+        .args(["--approve", "auto"])
+        .output()
+        .expect("the binary runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}
+
+const NODECLASS: &str = r#"---
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  role: KarpenterNodeRole-test
+  amiSelectorTerms: [{alias: al2023@latest}]
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: test}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: test}}]
+"#;
+
+/// A pool whose nodes may not be removed while empty from 09:00 for 8 hours, read in
+/// `zone` (UTC without one); four pods that go away at `scale_down`.
+fn office_hours(zone: Option<&str>, start: &str, scale_down: &str) -> String {
+    let annotations = zone
+        .map(|z| format!("  annotations: {{karpenter-tui.dev/budget-timezone: {z}}}\n"))
+        .unwrap_or_default();
+    format!(
+        r#"apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: office
+{annotations}spec:
+  template:
+    spec:
+      nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}
+      requirements: [{{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}}]
+  disruption:
+    consolidationPolicy: WhenEmpty
+    consolidateAfter: 30s
+    budgets:
+      - {{nodes: "0", schedule: "0 9 * * *", duration: 8h}}
+      - {{nodes: "100%"}}
+{NODECLASS}---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: web}}
+spec:
+  replicas: 4
+  selector: {{matchLabels: {{app: web}}}}
+  template:
+    metadata: {{labels: {{app: web}}}}
+    spec:
+      containers: [{{name: web, image: web, resources: {{requests: {{cpu: "1", memory: 1Gi}}}}}}]
+---
+apiVersion: karpenter-tui.dev/v1alpha1
+kind: Scenario
+metadata: {{name: office-hours}}
+spec:
+  start: "{start}"
+  cloud: {{instanceTypes: [m5.large, m5.xlarge, m5.2xlarge]}}
+  timeline:
+    - at: {scale_down}
+      scale: {{deployment: web, replicas: 0}}
+"#
+    )
+}
+
+/// Seconds into the run of the first emptiness command.
+fn first_emptiness(events: &[Value]) -> f64 {
+    events
+        .iter()
+        .find(|e| e["kind"] == "DisruptionExecuted" && e["method"] == "emptiness")
+        .and_then(|e| e["t"].as_f64())
+        .unwrap_or_else(|| panic!("no emptiness ran: {events:#?}"))
+}
+
+#[test]
+fn a_budget_zone_holds_empty_nodes_through_its_local_office_hours_on_both_sides_of_dst() {
+    const HOUR: f64 = 3600.0;
+    // The nodes go empty at 08:30 UTC, two hours after a 06:30 UTC start.
+    // Saturday 2026-03-28, CET (UTC+1): 09:00-17:00 Berlin is 08:00-16:00 UTC.
+    let before = simulate(
+        &office_hours(Some("Europe/Berlin"), "2026-03-28T06:30:00Z", "2h"),
+        "10h",
+    );
+    let t = first_emptiness(&before);
+    assert!(
+        (9.5 * HOUR..9.5 * HOUR + 120.0).contains(&t),
+        "CET: the window closes at 16:00 UTC (9.5 h in), emptiness ran at {t} s"
+    );
+    // Sunday 2026-03-29, after the change to CEST (UTC+2): 07:00-15:00 UTC.
+    let after = simulate(
+        &office_hours(Some("Europe/Berlin"), "2026-03-29T06:30:00Z", "2h"),
+        "10h",
+    );
+    let t = first_emptiness(&after);
+    assert!(
+        (8.5 * HOUR..8.5 * HOUR + 120.0).contains(&t),
+        "CEST: the window closes at 15:00 UTC (8.5 h in), emptiness ran at {t} s"
+    );
+    // While held, the nodes say which budget holds them.
+    assert!(
+        after.iter().any(|e| e["kind"] == "DisruptionBlocked"
+            && e["reason"].as_str().is_some_and(|r| r
+                .contains("budget for Empty in office exhausted until 2026-03-29 15:00:00 UTC"))),
+        "no budget block reported"
+    );
+    // Upstream's reading (UTC): 08:30 UTC is before the 09:00 UTC window; the nodes go at
+    // once.
+    let utc = simulate(&office_hours(None, "2026-03-29T06:30:00Z", "2h"), "10h");
+    let t = first_emptiness(&utc);
+    assert!(
+        (2.0 * HOUR..2.0 * HOUR + 120.0).contains(&t),
+        "UTC: emptiness ran at {t} s"
+    );
+}
+
+/// One pool whose three 1-cpu pods fill an m5.2xlarge ($0.384/h); at 1m two go, and the
+/// last one fits an m5.large ($0.096/h): a replace saving $0.288/h, 75%.
+fn shrinking(annotations: &[(&str, &str)]) -> String {
+    let annotations = if annotations.is_empty() {
+        String::new()
+    } else {
+        let pairs: Vec<String> = annotations
+            .iter()
+            .map(|(k, v)| format!("{k}: \"{v}\""))
+            .collect();
+        format!("  annotations: {{{}}}\n", pairs.join(", "))
+    };
+    format!(
+        r#"apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: default
+{annotations}spec:
+  template:
+    spec:
+      nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}
+      requirements: [{{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}}]
+  disruption:
+    consolidationPolicy: WhenEmptyOrUnderutilized
+    consolidateAfter: 30s
+{NODECLASS}---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: web}}
+spec:
+  replicas: 3
+  selector: {{matchLabels: {{app: web}}}}
+  template:
+    metadata: {{labels: {{app: web}}}}
+    spec:
+      containers: [{{name: web, image: web, resources: {{requests: {{cpu: "1", memory: 1Gi}}}}}}]
+---
+apiVersion: karpenter-tui.dev/v1alpha1
+kind: Scenario
+metadata: {{name: shrinking}}
+spec:
+  cloud: {{instanceTypes: [m5.large, m5.2xlarge]}}
+  timeline:
+    - at: 1m
+      scale: {{deployment: web, replicas: 1}}
+"#
+    )
+}
+
+fn consolidations(events: &[Value]) -> Vec<&Value> {
+    events
+        .iter()
+        .filter(|e| {
+            e["kind"] == "DisruptionProposed"
+                && e["method"]
+                    .as_str()
+                    .is_some_and(|m| m.ends_with("consolidation"))
+        })
+        .collect()
+}
+
+fn blocked_for_savings(events: &[Value]) -> Option<String> {
+    events
+        .iter()
+        .filter(|e| e["kind"] == "DisruptionBlocked")
+        .filter_map(|e| e["reason"].as_str())
+        .find(|r| r.contains("below the minimum savings"))
+        .map(str::to_string)
+}
+
+#[test]
+fn consolidation_below_the_pools_minimum_savings_is_not_proposed() {
+    use karpenter_tui::api::pool_settings::{MIN_SAVINGS_PER_HOUR, MIN_SAVINGS_PERCENT};
+    // Without a threshold: the replace is proposed, and what it saves is the figure the
+    // thresholds below are set around.
+    let free = simulate(&shrinking(&[]), "5m");
+    let proposed = consolidations(&free);
+    assert_eq!(proposed.len(), 1, "{proposed:#?}");
+    let savings = proposed[0]["savings"].as_f64().expect("savings");
+    assert!((savings - 0.288).abs() < 1e-6, "saves {savings}");
+
+    // Just under what it saves: still proposed.
+    let under = format!("{:.4}", savings - 0.001);
+    let ok = simulate(&shrinking(&[(MIN_SAVINGS_PER_HOUR, &under)]), "5m");
+    assert_eq!(consolidations(&ok).len(), 1);
+    assert_eq!(blocked_for_savings(&ok), None);
+
+    // Just over it, or a share over 75%: not proposed, and the node says why.
+    let over = format!("{:.4}", savings + 0.001);
+    for settings in [
+        [(MIN_SAVINGS_PER_HOUR, over.as_str())],
+        [(MIN_SAVINGS_PERCENT, "80")],
+    ] {
+        let held = simulate(&shrinking(&settings), "5m");
+        assert!(consolidations(&held).is_empty(), "{settings:?}");
+        let why = blocked_for_savings(&held).unwrap_or_else(|| panic!("{settings:?}: no block"));
+        assert!(
+            why.starts_with("saves $0.2880/h (75.0% of $0.3840/h), below the minimum savings of NodePool default ("),
+            "{why}"
+        );
+    }
+}
