@@ -23,3 +23,6 @@ for theme in light high-contrast transparent; do
 done
 "$bin" screenshot --view overview --at "$overview_at" --out screenshots/overview.png
 "$bin" screenshot --view disruption --out screenshots/disruption.png
+# The circuit breaker holding the bad image's rollout (issue 22), 12 minutes in.
+"$bin" --scenario examples/bad-ami-rollout.yaml screenshot --view nodepools --at 12m \
+  --out screenshots/breaker.png

@@ -119,8 +119,8 @@ pub enum Command {
         #[arg(long, value_name = "PATH")]
         journal: Option<PathBuf>,
     },
-    /// Render one console view of the built-in demo, stopped at a fixed simulated time,
-    /// to SVG or PNG (by the file's extension).
+    /// Render one console view of the built-in demo (or of --scenario FILE), stopped at
+    /// a fixed simulated time, to SVG or PNG (by the file's extension).
     Screenshot {
         /// overview, nodepools, nodes, pending, disruption, events or help.
         #[arg(long, default_value = "overview")]

@@ -49,7 +49,15 @@ pub async fn simulation(
             .collect::<Vec<_>>()
             .join("\n")
     })?;
-    let mut sim = Simulation::new(&scenario, &Options::default(), Pace::Virtual)?;
+    simulation_of(&scenario, at).await
+}
+
+/// Any scenario stopped at `at`, as [`simulation`] stops the demo.
+pub async fn simulation_of(
+    scenario: &scenario::Scenario,
+    at: Duration,
+) -> Result<(Simulation, watch::Receiver<Arc<Snapshot>>), String> {
+    let mut sim = Simulation::new(scenario, &Options::default(), Pace::Virtual)?;
     // A console is watching: the controller explains every node and publishes.
     let snapshots = sim.controller.subscribe();
     let until = sim.start() + TimeDelta::from_std(at).map_err(|e| format!("time {at:?}: {e}"))?;
@@ -57,10 +65,10 @@ pub async fn simulation(
     Ok((sim, snapshots))
 }
 
-/// `karpenter-tui screenshot`: a view of the demo at `at` (default: the view's moment)
-/// rendered into `out` (.svg or .png) with the theme, keymap and settings `opts` give.
-/// `--view` and `--size` are checked before the demo runs.
+/// Renders one view of `scenario` (the demo when `None`) at `at` (the view's demo moment
+/// by default) to `out`.
 pub async fn screenshot(
+    scenario: Option<&scenario::Scenario>,
     view: &str,
     opts: &launch::Options,
     size: &str,
@@ -69,8 +77,16 @@ pub async fn screenshot(
 ) -> Result<(), String> {
     let view = launch::screenshot_view(view)?;
     let size = launch::parse_size(size)?;
-    let snapshot = snapshot(at.unwrap_or_else(|| moment(view))).await?;
-    launch::screenshot(snapshot, view, opts, size, out)
+    let at = at.unwrap_or_else(|| moment(view));
+    let (snapshot, name) = match scenario {
+        None => (snapshot(at).await?, "demo"),
+        Some(s) => (
+            simulation_of(s, at).await?.1.borrow().clone(),
+            s.name.as_str(),
+        ),
+    };
+    let label = format!("embedded simulation: {name}");
+    launch::screenshot(snapshot, &label, view, opts, size, out)
 }
 
 #[cfg(test)]
@@ -119,11 +135,11 @@ mod tests {
     async fn a_bad_screenshot_flag_is_named_before_the_demo_runs() {
         let out = Path::new("never-written.svg");
         let opts = launch::Options::default();
-        let e = screenshot("nodez", &opts, "160x45", None, out)
+        let e = screenshot(None, "nodez", &opts, "160x45", None, out)
             .await
             .unwrap_err();
         assert!(e.contains("--view \"nodez\""), "{e}");
-        let e = screenshot("nodes", &opts, "10x5", None, out)
+        let e = screenshot(None, "nodes", &opts, "10x5", None, out)
             .await
             .unwrap_err();
         assert!(e.contains("between"), "{e}");

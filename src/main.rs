@@ -67,7 +67,14 @@ fn main() -> ExitCode {
             size,
             at,
             out,
-        }) => run_screenshot(&view, &console_opts, &size, at.as_deref(), &out),
+        }) => run_screenshot(
+            cli.scenario.as_deref(),
+            &view,
+            &console_opts,
+            &size,
+            at.as_deref(),
+            &out,
+        ),
         Some(Command::Simulate {
             scenario,
             until,
@@ -748,6 +755,7 @@ async fn run_embedded(
 }
 
 fn run_screenshot(
+    scenario: Option<&Path>,
     view: &str,
     opts: &launch::Options,
     size: &str,
@@ -768,11 +776,22 @@ fn run_screenshot(
             return ExitCode::FAILURE;
         }
     };
+    let scenario = match scenario.map(|p| load_scenario(Some(p))).transpose() {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
     let rt = match runtime() {
         Ok(rt) => rt,
         Err(code) => return code,
     };
-    match rt.block_on(karpenter_tui::demo::screenshot(view, opts, size, at, out)) {
+    match rt.block_on(karpenter_tui::demo::screenshot(
+        scenario.as_ref(),
+        view,
+        opts,
+        size,
+        at,
+        out,
+    )) {
         Ok(()) => {
             println!("{}", out.display());
             ExitCode::SUCCESS

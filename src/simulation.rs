@@ -482,6 +482,10 @@ impl Simulation {
                     .ok_or("nodeNotReady: no Ready node to take down")?;
                 cluster.set_not_ready(&target);
             }
+            Action::Kubelet {
+                nodepool,
+                fail_after,
+            } => cluster.set_kubelet_failure(nodepool, fail_after),
             Action::Operator(_) => {}
         }
         Ok(())

@@ -8,6 +8,9 @@
 //! - after SIGKILL of the leader mid-replace, the standby refused the operator's approval
 //!   and left the replacement to be deleted as Empty.
 //!
+//! And the circuit breaker (issue 22): a replacement that goes NotReady pauses its pool
+//! in the cluster, the pause outlives the controller, and only an operator lifts it.
+//!
 //! `KARPENTER_TUI_BIN=/path/to/other/build cargo test --test trust_live` runs the same
 //! cases against another build.
 
@@ -266,4 +269,157 @@ fn an_approval_recorded_before_the_leader_is_killed_is_carried_out_once() {
         "the approval is recorded with its actor"
     );
     assert_eq!(standby.terminate(), Some(0), "{}", standby.stderr());
+}
+
+/// The NodePool `default` (m5.large and m5.xlarge, or as given) with the circuit breaker
+/// at 1 of the last 3 replacements.
+fn breaker_pool(instance_types: &str) -> String {
+    let disruption = "    consolidationPolicy: WhenEmpty\n    consolidateAfter: Never\n    budgets: [{nodes: \"100%\"}]";
+    nodepool(instance_types, disruption).replacen(
+        "  name: default\n",
+        "  name: default\n  annotations: {karpenter-tui.dev/circuit-breaker: \"1/3\"}\n",
+        1,
+    )
+}
+
+/// The pool's annotation `key`, if set.
+fn pool_annotation(peer: &KubePeer, key: &str) -> Option<String> {
+    peer.get_json(&["get", "nodepool", "default"])["metadata"]["annotations"][key]
+        .as_str()
+        .map(str::to_string)
+}
+
+/// Every NodeClaim's name.
+fn claim_names(peer: &KubePeer) -> BTreeSet<String> {
+    peer.items(&["get", "nodeclaims"])
+        .iter()
+        .filter_map(|c| c["metadata"]["name"].as_str())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Replacement NodeClaims the controller created.
+fn replacements(peer: &KubePeer) -> BTreeSet<String> {
+    claim_names(peer)
+        .into_iter()
+        .filter(|n| n.contains("-replacement-"))
+        .collect()
+}
+
+/// A busy m5.large node of the pool, with its pod named `pod`.
+fn busy(claim: &str, node: &str, pod: &str) -> String {
+    busy_node(claim, node).replacen("name: app-0,", &format!("name: {pod},"), 1)
+}
+
+/// A drifted node is replaced, and the replacement's node goes NotReady: the breaker (1 of
+/// 3) pauses the pool with actor circuit-breaker and the evidence, on the NodePool. A new
+/// controller (the first killed) keeps it: another drifted node waits. The operator lifts
+/// the pause with kubectl; that node is disrupted, and the breaker does not trip again on
+/// the old evidence.
+#[test]
+fn the_circuit_breaker_pauses_the_pool_in_the_cluster_until_an_operator_resumes() {
+    let peer = KubePeer::start();
+    let kubeconfig = peer.kubeconfig_path().display().to_string();
+    peer.start_scheduler(0.5, 1.0);
+    peer.start_kubelet(1.0);
+    peer.kubectl(&["apply", "-f", "-"], &breaker_pool("m5.large, m5.xlarge"));
+    peer.kubectl(
+        &["create", "-f", "-"],
+        &busy("default-aaaaa", "ip-10-0-0-1.kwok.internal", "app-0"),
+    );
+    let mut first = controller(&kubeconfig, &["--approve", "auto"]);
+    eventually("the controller leads", || leads(&first).then_some(()));
+
+    // A new generation: m5.large drifts.
+    peer.kubectl(&["apply", "-f", "-"], &breaker_pool("m5.xlarge"));
+    let (replacement, node) =
+        eventually("the drifted node replaced by an initialized node", || {
+            peer.items(&["get", "nodeclaims"])
+                .into_iter()
+                .find_map(|c| {
+                    let name = c["metadata"]["name"].as_str()?;
+                    let initialized = c["status"]["conditions"]
+                        .as_array()?
+                        .iter()
+                        .any(|x| x["type"] == "Initialized" && x["status"] == "True");
+                    (name.contains("-replacement-") && initialized)
+                        .then(|| {
+                            Some((
+                                name.to_string(),
+                                c["status"]["nodeName"].as_str()?.to_string(),
+                            ))
+                        })
+                        .flatten()
+                })
+        });
+    // The new image's node dies.
+    peer.kubectl(
+        &[
+            "patch",
+            "node",
+            &node,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            r#"{"status":{"conditions":[{"type":"Ready","status":"False","reason":"KubeletNotReady","message":"container runtime is down"}]}}"#,
+        ],
+        "",
+    );
+    let note = eventually("the breaker's pause on the NodePool", || {
+        (pool_annotation(&peer, "karpenter-tui.dev/paused").as_deref() == Some("circuit-breaker"))
+            .then(|| pool_annotation(&peer, "karpenter-tui.dev/paused-note"))
+            .flatten()
+    });
+    assert!(
+        note.starts_with("1 of the last 1 replacements failed: ")
+            && note.contains(&replacement)
+            && note.contains("went NotReady"),
+        "{note}"
+    );
+
+    // The pause outlives the controller: a new one holds a newly drifted node.
+    first.kill();
+    peer.kubectl(
+        &["create", "-f", "-"],
+        &busy("default-bbbbb", "ip-10-0-0-2.kwok.internal", "app-1"),
+    );
+    let mut second = controller(&kubeconfig, &["--approve", "auto"]);
+    eventually("the new controller leads", || leads(&second).then_some(()));
+    // Three polls and a validation delay.
+    std::thread::sleep(Duration::from_secs(35));
+    assert!(claim_names(&peer).contains("default-bbbbb"));
+    assert_eq!(
+        replacements(&peer),
+        BTreeSet::from([replacement.clone()]),
+        "nothing replaced while tripped; log:\n{}",
+        second.stderr()
+    );
+    assert_eq!(
+        pool_annotation(&peer, "karpenter-tui.dev/paused").as_deref(),
+        Some("circuit-breaker")
+    );
+
+    // The operator lifts it.
+    peer.kubectl(
+        &[
+            "annotate",
+            "nodepool",
+            "default",
+            "karpenter-tui.dev/paused-",
+            "karpenter-tui.dev/paused-note-",
+        ],
+        "",
+    );
+    // Drift acts on it now (its pod fits on the dead node, so it may go without a
+    // replacement, as upstream's simulation would decide).
+    eventually("the held node disrupted", || {
+        (!claim_names(&peer).contains("default-bbbbb")).then_some(())
+    });
+    assert_eq!(
+        pool_annotation(&peer, "karpenter-tui.dev/paused"),
+        None,
+        "tripped again on old evidence; log:\n{}",
+        second.stderr()
+    );
+    assert_eq!(second.terminate(), Some(0), "{}", second.stderr());
 }

@@ -22,6 +22,56 @@ pub const MIN_SAVINGS_PER_HOUR: &str = "karpenter-tui.dev/min-savings-per-hour";
 /// be proposed.
 pub const MIN_SAVINGS_PERCENT: &str = "karpenter-tui.dev/min-savings-percent";
 
+/// When the pool's circuit breaker trips: `N/M` (N of the last M replacement NodeClaims
+/// failed), or `off`. Default [`BreakerSettings::DEFAULT`].
+pub const CIRCUIT_BREAKER: &str = "karpenter-tui.dev/circuit-breaker";
+
+/// How many failed replacements, of how many recent ones, pause a pool's voluntary
+/// disruption (kubernetes-sigs/karpenter#2497: a bad image rolled out by drift should
+/// stop after a few failed nodes, not replace the whole pool).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BreakerSettings {
+    pub failures: usize,
+    pub window: usize,
+}
+
+impl BreakerSettings {
+    /// Three failures among the last five replacements.
+    pub const DEFAULT: BreakerSettings = BreakerSettings {
+        failures: 3,
+        window: 5,
+    };
+    /// The longest window a pool may ask for.
+    pub const MAX_WINDOW: usize = 100;
+}
+
+/// The pool's breaker; `None` when it is `off`.
+pub fn circuit_breaker(pool: &NodePool) -> Result<Option<BreakerSettings>, SettingError> {
+    let Some(text) = annotation(pool, CIRCUIT_BREAKER) else {
+        return Ok(Some(BreakerSettings::DEFAULT));
+    };
+    if text.eq_ignore_ascii_case("off") {
+        return Ok(None);
+    }
+    let parsed = text.split_once('/').and_then(|(n, m)| {
+        let (n, m) = (
+            n.trim().parse::<usize>().ok()?,
+            m.trim().parse::<usize>().ok()?,
+        );
+        (n >= 1 && n <= m && m <= BreakerSettings::MAX_WINDOW).then_some(BreakerSettings {
+            failures: n,
+            window: m,
+        })
+    });
+    parsed.map(Some).ok_or_else(|| SettingError {
+        annotation: CIRCUIT_BREAKER,
+        message: format!(
+            "{text:?} is not N/M (N failed of the last M replacements, 1 <= N <= M <= {}) or off",
+            BreakerSettings::MAX_WINDOW
+        ),
+    })
+}
+
 /// A pool's setting whose value does not parse: which annotation and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SettingError {
@@ -146,6 +196,7 @@ pub fn problems(pool: &NodePool) -> Vec<SettingError> {
         budget_timezone(pool).err(),
         min_per_hour(pool).err(),
         min_percent(pool).err(),
+        circuit_breaker(pool).err(),
     ]
     .into_iter()
     .flatten()
@@ -198,6 +249,29 @@ mod tests {
         assert_eq!(both.percent, Some(50.0));
         assert!(!MinSavings::default().is_set());
         assert!(MinSavings::default().admits(0.0, 1.0));
+    }
+
+    #[test]
+    fn the_breaker_is_n_of_m_or_off_with_a_default() {
+        assert_eq!(
+            circuit_breaker(&pool(&[])),
+            Ok(Some(BreakerSettings::DEFAULT))
+        );
+        assert_eq!(
+            circuit_breaker(&pool(&[(CIRCUIT_BREAKER, "1/2")])),
+            Ok(Some(BreakerSettings {
+                failures: 1,
+                window: 2
+            }))
+        );
+        assert_eq!(
+            circuit_breaker(&pool(&[(CIRCUIT_BREAKER, "OFF")])),
+            Ok(None)
+        );
+        for bad in ["3", "0/5", "6/5", "1/101", "three/five"] {
+            let e = circuit_breaker(&pool(&[(CIRCUIT_BREAKER, bad)])).unwrap_err();
+            assert!(e.message.contains("is not N/M"), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -19,6 +19,12 @@ pub const ACTOR: &str = "karpenter-tui.dev/actor";
 /// On a NodePool (or, for every pool, on the settings ConfigMap): disruption is paused;
 /// the value names who paused it.
 pub const PAUSED: &str = "karpenter-tui.dev/paused";
+/// On a NodePool beside [`PAUSED`]: why it was paused (the operator's words, or the
+/// circuit breaker's evidence), so every console shows it.
+pub const PAUSED_NOTE: &str = "karpenter-tui.dev/paused-note";
+/// The actor of a pause the circuit breaker made (control::breaker): only an operator
+/// lifts it.
+pub const BREAKER_ACTOR: &str = "circuit-breaker";
 /// On the settings ConfigMap: a pause of one disruption reason, `<prefix><Reason>`.
 pub const PAUSED_REASON_PREFIX: &str = "karpenter-tui.dev/paused-reason.";
 /// On a NodePool paused in attach mode against upstream Karpenter: the JSON of

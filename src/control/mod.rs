@@ -3,6 +3,7 @@
 //! when they run and records what happened.
 
 pub mod approvals;
+pub mod breaker;
 pub mod clock;
 pub mod controller;
 pub mod disruption;

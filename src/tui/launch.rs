@@ -237,12 +237,14 @@ pub fn screenshot_app(snapshot: Arc<Snapshot>, view: View, opts: &Options) -> Re
 /// it, listed.
 pub fn screenshot(
     snapshot: Arc<Snapshot>,
+    label: &str,
     view: View,
     opts: &Options,
     (w, h): (u16, u16),
     out: &Path,
 ) -> Result<(), String> {
     let mut app = screenshot_app(snapshot, view, opts)?;
+    app.source.label = label.to_string();
     let buffer = frame::draw(&mut app, w, h);
     let (fg, bg) = defaults(&app.theme);
     let svg = screenshot::to_svg(&buffer, fg, bg);

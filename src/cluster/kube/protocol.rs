@@ -364,8 +364,13 @@ impl Remote {
         }
     }
 
+    /// Sets or lifts a pool's pause; either way an earlier pause's note (the circuit
+    /// breaker's evidence) goes with the pause it explained.
     async fn pool_annotation(&self, pool: &str, actor: Option<&str>) -> Result<(), String> {
-        let patch = serde_json::json!({"metadata": {"annotations": {keys::PAUSED: actor}}});
+        let patch = serde_json::json!({"metadata": {"annotations": {
+            keys::PAUSED: actor,
+            keys::PAUSED_NOTE: null,
+        }}});
         let api: Api<NodePool> = Api::all(self.client.clone());
         api.patch(pool, &PatchParams::default(), &Patch::Merge(patch))
             .await

@@ -27,7 +27,19 @@ pub struct TimelineEntry {
     pub capacity: Option<Capacity>,
     pub interrupt_spot: Option<NodeChoice>,
     pub node_not_ready: Option<NodeChoice>,
+    pub kubelet: Option<Kubelet>,
     pub operator: Option<Operator>,
+}
+
+/// The kubelets of new nodes (of a pool, or every pool): `healthy: false` is a broken
+/// image whose nodes stop reporting `failAfter` after registering (default 0s: they
+/// never report Ready); `healthy: true` mends it.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Kubelet {
+    pub nodepool: Option<String>,
+    pub healthy: bool,
+    pub fail_after: Option<String>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -137,6 +149,11 @@ pub enum Action {
     NodeNotReady {
         nodepool: Option<String>,
     },
+    Kubelet {
+        nodepool: Option<String>,
+        /// `None`: healthy.
+        fail_after: Option<TimeDelta>,
+    },
     Operator(OperatorAction),
 }
 
@@ -211,6 +228,15 @@ impl TimelineEntry {
                 nodepool: n.nodepool.clone(),
             });
         }
+        if let Some(k) = &self.kubelet {
+            let after = duration(k.fail_after.as_deref())
+                .map_err(|m| ("kubelet.failAfter".to_string(), m))?
+                .unwrap_or_default();
+            actions.push(Action::Kubelet {
+                nodepool: k.nodepool.clone(),
+                fail_after: (!k.healthy).then_some(after),
+            });
+        }
         if let Some(o) = &self.operator {
             let scope = || {
                 Scope::parse(o.scope.as_deref().unwrap_or("all"))
@@ -245,7 +271,7 @@ impl TimelineEntry {
             }),
             0 => Err((
                 String::new(),
-                "no action: give one of scale, patchNodePool, annotatePods, capacity, interruptSpot, nodeNotReady, operator".into(),
+                "no action: give one of scale, patchNodePool, annotatePods, capacity, interruptSpot, nodeNotReady, kubelet, operator".into(),
             )),
             _ => Err((String::new(), "more than one action in one entry; split it into two entries".into())),
         }
@@ -297,10 +323,12 @@ impl TimedAction {
             }
             Action::InterruptSpot { nodepool: Some(p) }
             | Action::NodeNotReady { nodepool: Some(p) }
-                if !pool_known(p) =>
-            {
+            | Action::Kubelet {
+                nodepool: Some(p), ..
+            } if !pool_known(p) => {
                 let field = match self.action {
                     Action::InterruptSpot { .. } => ".interruptSpot.nodepool",
+                    Action::Kubelet { .. } => ".kubelet.nodepool",
                     _ => ".nodeNotReady.nodepool",
                 };
                 report(field, format!("no NodePool {p:?} in this scenario"));

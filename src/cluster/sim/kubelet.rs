@@ -21,6 +21,9 @@ pub struct NodeTimeline {
     pub kubelet_lost: Option<DateTime<Utc>>,
     /// Startup taint keys to remove once Ready (copied from the NodeClaim).
     pub startup_taints: Vec<String>,
+    /// The node's image is broken: its kubelet stops reporting at this moment (at
+    /// registration: it never reports Ready).
+    pub fails_at: Option<DateTime<Utc>>,
 }
 
 /// `now` less each of the kubelet's delays, taken once per round. A node's times compared
@@ -35,6 +38,7 @@ pub(super) struct Horizon {
     startup: DateTime<Utc>,
     /// Kubelet lost at or before this: its pods are evicted.
     eviction: DateTime<Utc>,
+    now: DateTime<Utc>,
 }
 
 impl Horizon {
@@ -44,6 +48,7 @@ impl Horizon {
             ready,
             startup: ready - s.startup_delay,
             eviction: now - s.unreachable_eviction,
+            now,
         }
     }
 }
@@ -62,12 +67,20 @@ impl NodeTimeline {
         if let Some(lost) = self.kubelet_lost {
             return (lost > h.eviction).then(|| lost + s.unreachable_eviction);
         }
-        if self.registered > h.ready {
+        let fails = self.fails_at.filter(|f| *f > h.now);
+        if self.fails_at.is_some_and(|f| f <= self.ready_at(s)) {
+            return fails;
+        }
+        let stage = if self.registered > h.ready {
             Some(self.ready_at(s))
         } else if self.registered > h.startup {
             Some(self.startup_done_at(s))
         } else {
             None
+        };
+        match (stage, fails) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
         }
     }
 }
@@ -137,6 +150,11 @@ impl SimCluster {
             // The kubelet registers with the unregistered taint (the NodeClaim's user
             // data puts it in registerWithTaints); Karpenter's registration removes it.
             taints.push(crate::api::nodeclaim::Taint::unregistered());
+            let fails_at = self
+                .broken_kubelets
+                .get(&node_labels.get(labels::NODEPOOL).cloned())
+                .or_else(|| self.broken_kubelets.get(&None))
+                .map(|after| now + *after);
             let object = NodeObject {
                 name: inst.hostname.clone(),
                 provider_id: inst.provider_id.clone(),
@@ -156,6 +174,7 @@ impl SimCluster {
                         startup_taints_removed: startup.is_empty(),
                         kubelet_lost: None,
                         startup_taints: startup,
+                        fails_at,
                     },
                 },
             );
@@ -170,12 +189,23 @@ impl SimCluster {
         let h = Horizon::new(&self.settings, now);
         let mut changed = Vec::new();
         let mut evict_from = Vec::new();
+        let mut failing = Vec::new();
         for n in self.nodes.values_mut() {
             let t = &mut n.timeline;
             if let Some(lost) = t.kubelet_lost {
                 if lost <= h.eviction {
                     evict_from.push(n.object.name.clone());
                 }
+                continue;
+            }
+            if t.fails_at.is_some_and(|f| f <= now) {
+                failing.push(n.object.name.clone());
+                continue;
+            }
+            if t.fails_at
+                .is_some_and(|f| f <= t.registered + self.settings.ready_delay)
+            {
+                // It fails before it would be Ready: it never is.
                 continue;
             }
             let mut touched = false;
@@ -196,6 +226,10 @@ impl SimCluster {
         for obj in changed {
             self.schedule_dirty = true;
             self.emit(Change::Applied(Object::Node(Box::new(obj))));
+        }
+        // A broken image's kubelet stops reporting as `set_not_ready` describes.
+        for node in failing {
+            self.set_not_ready(&node);
         }
         // Taint-based eviction: pods that do not tolerate the NoExecute unreachable taint.
         for node in evict_from {
@@ -327,6 +361,7 @@ mod tests {
                 startup_taints_removed: false,
                 kubelet_lost: lost,
                 startup_taints: Vec::new(),
+                fails_at: None,
             };
             for &now in &moments {
                 let h = Horizon::new(&s, now);

@@ -139,6 +139,9 @@ pub struct SimCluster {
     refused: usize,
     /// Annotations of the settings object (the pause of every pool).
     console_settings: BTreeMap<String, String>,
+    /// Pools (`None`: every pool) whose new nodes' kubelets stop reporting this long
+    /// after registering (zero: never Ready): a broken image (the scenario's `kubelet`).
+    broken_kubelets: BTreeMap<Option<String>, chrono::TimeDelta>,
     rng: fastrand::Rng,
 }
 
@@ -165,6 +168,7 @@ impl SimCluster {
             queue: std::collections::VecDeque::new(),
             resync: true,
             schedule_dirty: true,
+            broken_kubelets: Default::default(),
             bind_at: HashMap::new(),
             pods_dirty: true,
             written: false,
@@ -327,6 +331,20 @@ impl SimCluster {
             self.emit_pod(k);
         }
         keys.len()
+    }
+
+    /// From now on, nodes of `nodepool` (of every pool for `None`) that register stop
+    /// reporting `fail_after` after registering (zero: they never become Ready), as with
+    /// a broken image; `None` mends new nodes (nodes registered meanwhile keep failing).
+    pub fn set_kubelet_failure(
+        &mut self,
+        nodepool: Option<String>,
+        fail_after: Option<chrono::TimeDelta>,
+    ) {
+        match fail_after {
+            Some(after) => self.broken_kubelets.insert(nodepool, after),
+            None => self.broken_kubelets.remove(&nodepool),
+        };
     }
 
     /// The kubelet of a node stops reporting: NotReady, tainted unreachable; pods are

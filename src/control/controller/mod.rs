@@ -123,6 +123,8 @@ pub struct Controller<C: Cluster, P: CloudProvider> {
 
     /// The disruption loop: gate, orchestrator, journal, metrics.
     pub disruption: DisruptionController,
+    /// Pauses a pool whose replacements keep failing (`control::breaker`).
+    breaker: crate::control::breaker::Breaker,
     last_poll: Option<DateTime<Utc>>,
     /// When the last full pass ran, at which generation.
     last_pass: Option<(DateTime<Utc>, u64)>,
@@ -225,6 +227,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             announced_pending: HashSet::new(),
             unlaunchable: HashMap::new(),
             disruption,
+            breaker: Default::default(),
             last_poll: None,
             last_pass: None,
             last_gc: None,
@@ -402,6 +405,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         }
         self.ingest(now);
         self.check_replacements(now).await;
+        self.trip_breakers(now).await;
         self.disruption
             .metrics
             .set_node_count(self.registry.node_count());
@@ -552,7 +556,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         let result = self.disruption.pause(scope.clone(), reason, actor, now);
         self.drain_outbox();
         result?;
-        self.write_pause(&scope, Some(actor)).await;
+        self.write_pause(&scope, Some(actor), reason).await;
         self.record_decisions().await;
         self.publish(now);
         Ok(())
@@ -564,11 +568,43 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         self.drain_outbox();
         let resumed = result?;
         if resumed {
-            self.write_pause(scope, None).await;
+            if let Scope::NodePool(pool) = scope {
+                self.breaker.reset(pool);
+            }
+            self.write_pause(scope, None, None).await;
             self.record_decisions().await;
         }
         self.publish(now);
         Ok(resumed)
+    }
+
+    /// Pauses each pool whose replacements keep failing, with the evidence as the
+    /// pause's note, unless it is paused already (`control::breaker`).
+    async fn trip_breakers(&mut self, now: DateTime<Utc>) {
+        let state = Arc::clone(&self.state);
+        let o = &self.disruption.orchestrator;
+        let trips = self
+            .breaker
+            .observe(&state, o.running().iter().chain(o.finished()), now);
+        for trip in trips {
+            let scope = Scope::NodePool(trip.nodepool.clone());
+            if self.disruption.gate.pauses().contains(&scope) {
+                continue;
+            }
+            if let Err(e) = self
+                .pause(
+                    scope,
+                    Some(&trip.evidence),
+                    crate::api::protocol::BREAKER_ACTOR,
+                )
+                .await
+            {
+                self.error(format!(
+                    "the circuit breaker could not pause {}: {e}",
+                    trip.nodepool
+                ));
+            }
+        }
     }
 
     /// The ids of pending decisions, oldest first.

@@ -163,6 +163,9 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             .cloned()
             .collect();
         for scope in lifted {
+            if let Scope::NodePool(pool) = &scope {
+                self.breaker.reset(pool);
+            }
             if let Err(e) = self.disruption.resume(&scope, "cluster", now) {
                 self.error(format!("resume {scope}: {e}"));
             }
@@ -170,11 +173,24 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         self.drain_outbox();
     }
 
-    /// Records a pause (or its end) in the cluster, as a console's request would.
-    pub(super) async fn write_pause(&mut self, scope: &Scope, actor: Option<&str>) {
+    /// Records a pause (or its end) in the cluster, as a console's request would. A
+    /// NodePool's pause carries its note (the operator's words or the breaker's
+    /// evidence) beside it, so every console shows why.
+    pub(super) async fn write_pause(
+        &mut self,
+        scope: &Scope,
+        actor: Option<&str>,
+        note: Option<&str>,
+    ) {
         let (target, key) = pause_target(scope);
         let mut annotations = BTreeMap::new();
         annotations.insert(key, actor.map(str::to_string));
+        if matches!(scope, Scope::NodePool(_)) {
+            annotations.insert(
+                keys::PAUSED_NOTE.to_string(),
+                note.filter(|_| actor.is_some()).map(str::to_string),
+            );
+        }
         self.protocol
             .expected
             .insert(scope.clone(), actor.is_some());

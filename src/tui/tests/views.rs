@@ -534,3 +534,45 @@ async fn budget_windows_show_the_pools_zone_and_utc() {
     );
     assert!(text.contains(&shown), "{shown}\n{text}");
 }
+
+/// Issue 22: a pool the circuit breaker paused reads "breaker" in red, and its budget
+/// panel gives the evidence, from the pool's pause annotations (what every console sees).
+#[tokio::test]
+async fn a_tripped_breaker_shows_its_evidence_in_red() {
+    use crate::api::protocol as keys;
+    let snap = demo::snapshot(DEMO_AT).await.unwrap();
+    let mut state = (*snap.state).clone();
+    let pool = state
+        .nodepools
+        .get_mut("general")
+        .expect("the demo's general pool");
+    let evidence = "3 of the last 4 replacements failed: general-replacement-1-0 (#1): its node went NotReady 2m50s after initializing";
+    pool.metadata.annotations = Some(
+        [
+            (keys::PAUSED.to_string(), keys::BREAKER_ACTOR.to_string()),
+            (keys::PAUSED_NOTE.to_string(), evidence.to_string()),
+        ]
+        .into(),
+    );
+    let s = Arc::new(Snapshot {
+        state: Arc::new(state),
+        pauses: vec![Scope::NodePool("general".into())],
+        ..(*snap).clone()
+    });
+    let mut app = frame::app(s, Theme::default(), false);
+    app.show(View::NodePools);
+    assert!(app.tables.nodepools.select_id("general"));
+    let row = app.tables.nodepools.selected_row().unwrap().clone();
+    assert_eq!(row.cells[10].text, "breaker");
+    assert_eq!(row.cells[10].tone, crate::tui::widgets::table::Tone::Bad);
+    assert_eq!(row.cells[9].text, "tripped");
+    let text = screen(&mut app, 160, 45);
+    assert!(
+        text.contains("none: circuit breaker tripped, until an operator resumes: 3 of the last 4"),
+        "{text}"
+    );
+    assert!(
+        text.contains("NotReady 2m50s after initializing"),
+        "the evidence wraps, not cut: {text}"
+    );
+}

@@ -94,9 +94,24 @@ pub fn paused_by(s: &Snapshot, pool: &str) -> Option<Scope> {
         .cloned()
 }
 
+/// The circuit breaker's evidence while it holds the pool paused (`control::breaker`):
+/// read from the pool's pause annotations, which every console sees.
+pub fn breaker_tripped(s: &Snapshot, pool: &str) -> Option<String> {
+    use crate::api::protocol as keys;
+    let a = s.state.nodepools.get(pool)?.metadata.annotations.as_ref()?;
+    (a.get(keys::PAUSED).map(String::as_str) == Some(keys::BREAKER_ACTOR)).then(|| {
+        a.get(keys::PAUSED_NOTE)
+            .cloned()
+            .unwrap_or_else(|| "replacements failed".into())
+    })
+}
+
 /// What the pool may disrupt now: "paused" while a pause covers it (its budgets allow
 /// nothing then, whatever they say), else [`allowed_summary`].
 pub fn budget_summary(s: &Snapshot, pool: &str) -> (String, Tone) {
+    if breaker_tripped(s, pool).is_some() {
+        return ("tripped".into(), Tone::Bad);
+    }
     if paused_by(s, pool).is_some() {
         return ("paused".into(), Tone::Warn);
     }
@@ -184,7 +199,9 @@ pub fn rows(s: &Snapshot) -> Vec<Row> {
                     Cell::text(p.spec.template.spec.expire_after.to_string()),
                     Cell::num(format::per_hour(u.cost), u.cost).tone(Tone::Accent),
                     Cell::text(allowed).tone(allowed_tone),
-                    if paused {
+                    if breaker_tripped(s, name).is_some() {
+                        Cell::text("breaker").tone(Tone::Bad)
+                    } else if paused {
                         Cell::text("paused").tone(Tone::Warn)
                     } else {
                         Cell::text("active").tone(Tone::Ok)
@@ -287,6 +304,14 @@ pub fn budget_lines(
         ]));
     }
     let mut spans = vec![Span::styled("  allowed now: ", styles.muted)];
+    if let Some(evidence) = breaker_tripped(s, &b.nodepool) {
+        spans.push(Span::styled(
+            format!("none: circuit breaker tripped, until an operator resumes: {evidence}"),
+            styles.bad,
+        ));
+        lines.push(Line::from(spans));
+        return lines;
+    }
     if let Some(scope) = paused_by(s, &b.nodepool) {
         spans.push(Span::styled(
             format!("none: disruption paused ({scope}) until resumed"),
@@ -335,8 +360,11 @@ pub fn render(frame: &mut Frame, area: Rect, app: &mut App) {
             styles.muted,
         )],
     };
+    // Wrapped: a tripped breaker's evidence is longer than a line.
     frame.render_widget(
-        Paragraph::new(lines).block(panel("Disruption budgets", None, &styles)),
+        Paragraph::new(lines)
+            .wrap(ratatui::widgets::Wrap { trim: false })
+            .block(panel("Disruption budgets", None, &styles)),
         budgets,
     );
 }

@@ -1,13 +1,85 @@
-//! Scenario tests, through the real `simulate` binary, of the per-NodePool settings
-//! upstream does not have (issue 22): budget schedules read in the pool's own time zone
-//! across a daylight-saving change, and a minimum saving below which consolidation is not
-//! proposed.
+//! Scenario tests, through the real `simulate` binary, of the incident controls upstream
+//! does not have (issue 22): the circuit breaker stopping a bad image's rollout, budget
+//! schedules read in the pool's own time zone across a daylight-saving change, and a
+//! minimum saving below which consolidation is not proposed.
 
 use std::process::Command;
 
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_karpenter-tui");
+
+/// `examples/bad-ami-rollout.yaml`, with the pool's breaker set to `breaker`.
+fn bad_ami_rollout(breaker: &str) -> String {
+    let text = std::fs::read_to_string("examples/bad-ami-rollout.yaml").expect("the example");
+    let line = "karpenter-tui.dev/circuit-breaker: \"3/5\"";
+    assert!(text.contains(line), "the example sets its breaker");
+    text.replace(
+        line,
+        &format!("karpenter-tui.dev/circuit-breaker: \"{breaker}\""),
+    )
+}
+
+/// Times of the drift commands that started.
+fn drift_executions(events: &[Value]) -> Vec<f64> {
+    events
+        .iter()
+        .filter(|e| e["kind"] == "DisruptionExecuted" && e["method"] == "drift")
+        .filter_map(|e| e["t"].as_f64())
+        .collect()
+}
+
+#[test]
+fn the_circuit_breaker_stops_a_bad_images_rollout_until_an_operator_resumes() {
+    let events = simulate(&bad_ami_rollout("3/5"), "1h");
+    let paused: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["kind"] == "DisruptionPaused")
+        .collect();
+    assert_eq!(paused.len(), 1, "{paused:#?}");
+    let trip = paused[0];
+    assert_eq!(trip["actor"], "circuit-breaker");
+    assert_eq!(trip["scope"], "nodepool/web");
+    let evidence = trip["reason"].as_str().expect("evidence");
+    assert!(
+        evidence.starts_with("3 of the last ") && evidence.matches("went NotReady").count() == 3,
+        "{evidence}"
+    );
+    let tripped = trip["t"].as_f64().unwrap();
+    let resumed = events
+        .iter()
+        .find(|e| e["kind"] == "DisruptionResumed")
+        .and_then(|e| e["t"].as_f64())
+        .expect("the operator resumes at 20m");
+    let drifts = drift_executions(&events);
+    // Nothing is replaced between the trip and the operator's resume; after it the rest
+    // of the pool is, on the mended image.
+    assert!(
+        drifts.iter().all(|t| *t < tripped || *t >= resumed),
+        "drift ran while tripped: {drifts:?} (tripped {tripped}, resumed {resumed})"
+    );
+    let before = drifts.iter().filter(|t| **t < tripped).count();
+    assert!(before < 8, "the breaker came too late: {drifts:?}");
+    assert_eq!(
+        drifts.len(),
+        8,
+        "every node replaced in the end: {drifts:?}"
+    );
+
+    // Without the breaker the whole pool goes onto the broken image.
+    let off = simulate(&bad_ami_rollout("off"), "1h");
+    assert!(!off.iter().any(|e| e["kind"] == "DisruptionPaused"));
+    let drifts = drift_executions(&off);
+    assert_eq!(drifts.len(), 8);
+    assert!(
+        drifts.iter().filter(|t| **t >= tripped).count() > 0,
+        "{drifts:?}"
+    );
+    assert!(
+        drifts.iter().all(|t| *t < 15.0 * 60.0),
+        "all before the image was mended"
+    );
+}
 
 /// Runs `simulate` over `scenario` (written to a temp file) and returns its events.
 fn simulate(scenario: &str, until: &str) -> Vec<Value> {
