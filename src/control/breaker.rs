@@ -55,8 +55,9 @@ struct Watched {
 pub struct Breaker {
     /// Per pool, newest last, at most [`BreakerSettings::MAX_WINDOW`].
     recent: BTreeMap<String, VecDeque<Fate>>,
-    /// Replacements whose fate is recorded (their command finished or drains).
-    counted: BTreeSet<String>,
+    /// Replacements whose fate is recorded (their command finished or drains), by
+    /// decision and position: looked up every round without building names.
+    counted: BTreeSet<(u64, usize)>,
     watched: BTreeMap<String, Watched>,
     /// Pools tripped and not resumed since: a pool trips once.
     tripped: BTreeSet<String>,
@@ -73,14 +74,16 @@ impl Breaker {
     ) -> Vec<Trip> {
         let node = |claim: &str| state.nodes.iter().find(|n| n.nodeclaim == claim);
         let mut touched: BTreeSet<String> = BTreeSet::new();
-        let mut live: BTreeSet<String> = BTreeSet::new();
+        let mut live: BTreeSet<(u64, usize)> = BTreeSet::new();
         for exec in executions {
             for (k, r) in exec.command.replacements.iter().enumerate() {
-                let claim = replacement_name(&r.nodepool, exec.id, k);
-                live.insert(claim.clone());
-                if self.counted.contains(&claim) {
+                live.insert((exec.id, k));
+                if self.counted.contains(&(exec.id, k))
+                    || matches!(exec.phase, Phase::WaitingForReplacements { .. })
+                {
                     continue;
                 }
+                let claim = replacement_name(&r.nodepool, exec.id, k);
                 let failed = match &exec.phase {
                     Phase::WaitingForReplacements { .. } => continue,
                     Phase::Draining { .. } | Phase::Deleted => None,
@@ -98,7 +101,7 @@ impl Breaker {
                         },
                     );
                 }
-                self.counted.insert(claim.clone());
+                self.counted.insert((exec.id, k));
                 self.record(
                     &r.nodepool,
                     Fate {
@@ -112,14 +115,20 @@ impl Breaker {
         }
         // Only what the orchestrator still remembers can come back.
         self.counted.retain(|c| live.contains(c));
+        // The watched nodes, in one pass over the state (a few replacements are watched
+        // at a time; a cluster has thousands of nodes).
+        let mut found: BTreeMap<&str, &crate::engine::state::StateNode> = BTreeMap::new();
+        if !self.watched.is_empty() {
+            for n in &state.nodes {
+                if self.watched.contains_key(n.nodeclaim.as_str()) {
+                    found.insert(n.nodeclaim.as_str(), n);
+                }
+            }
+        }
         let mut done = Vec::new();
-        let watched: Vec<(String, Watched)> = self
-            .watched
-            .iter()
-            .map(|(c, w)| (c.clone(), w.clone()))
-            .collect();
-        for (claim, w) in &watched {
-            match node(claim) {
+        let mut died = Vec::new();
+        for (claim, w) in &self.watched {
+            match found.get(claim.as_str()) {
                 Some(n) if n.initialized && !n.ready && !n.going_away() => {
                     let after = (now - w.since).num_seconds().max(0);
                     let why = format!(
@@ -127,13 +136,16 @@ impl Breaker {
                         after / 60,
                         after % 60
                     );
-                    self.mark_failed(&w.nodepool, claim, w.decision, why);
-                    touched.insert(w.nodepool.clone());
+                    died.push((w.clone(), claim.clone(), why));
                     done.push(claim.clone());
                 }
                 Some(_) if now - w.since < WATCH => {}
                 _ => done.push(claim.clone()),
             }
+        }
+        for (w, claim, why) in died {
+            self.mark_failed(&w.nodepool, &claim, w.decision, why);
+            touched.insert(w.nodepool);
         }
         for c in done {
             self.watched.remove(&c);
