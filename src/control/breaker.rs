@@ -78,19 +78,19 @@ impl Breaker {
         for exec in executions {
             for (k, r) in exec.command.replacements.iter().enumerate() {
                 live.insert((exec.id, k));
-                if self.counted.contains(&(exec.id, k))
-                    || matches!(exec.phase, Phase::WaitingForReplacements { .. })
-                {
-                    continue;
-                }
-                let claim = replacement_name(&r.nodepool, exec.id, k);
                 let failed = match &exec.phase {
                     Phase::WaitingForReplacements { .. } => continue,
                     Phase::Draining { .. } | Phase::Deleted => None,
-                    // A sibling may have initialized while another failed.
-                    Phase::Failed { .. } if node(&claim).is_some_and(|n| n.initialized) => None,
-                    Phase::Failed { reason } => Some(reason.clone()),
+                    Phase::Failed { reason } => Some(reason),
                 };
+                if self.counted.contains(&(exec.id, k)) {
+                    continue;
+                }
+                let claim = replacement_name(&r.nodepool, exec.id, k);
+                // A sibling may have initialized while another failed.
+                let failed = failed
+                    .filter(|_| !node(&claim).is_some_and(|n| n.initialized))
+                    .cloned();
                 if failed.is_none() {
                     self.watched.insert(
                         claim.clone(),
