@@ -229,10 +229,8 @@ pub struct FeatureArgs {
 }
 
 impl FeatureArgs {
-    /// (spot-to-spot consolidation, minValues policy), or what is wrong with the flags.
-    pub fn parse(
-        &self,
-    ) -> Result<(bool, karpenter_tui::engine::scheduling::MinValuesPolicy), String> {
+    /// The settings, or what is wrong with the flags.
+    pub fn parse(&self) -> Result<karpenter_tui::engine::features::Features, String> {
         use karpenter_tui::engine::features::{Features, Setting};
         let f = Features::parse(&self.feature_gates, &self.min_values_policy).map_err(
             |(which, why)| match which {
@@ -242,7 +240,7 @@ impl FeatureArgs {
                 }
             },
         )?;
-        Ok((f.spot_to_spot, f.min_values_policy))
+        Ok(f)
     }
 }
 

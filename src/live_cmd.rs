@@ -31,7 +31,7 @@ use tokio::sync::watch;
 use crate::cli::{Cloud, CloudArgs, FeatureArgs, KubeArgs, LeaderArgs};
 
 /// Spot-to-spot consolidation and the minValues policy (see [`FeatureArgs`]).
-type Features = (bool, karpenter_tui::engine::scheduling::MinValuesPolicy);
+use karpenter_tui::engine::features::Features;
 
 /// How long the watches get to list the cluster before the controller gives up.
 const SYNC_LIMIT: Duration = Duration::from_secs(120);
@@ -149,8 +149,7 @@ async fn controller(
         Arc::new(SystemClock),
         Settings {
             policy,
-            spot_to_spot: features.0,
-            min_values_policy: features.1,
+            features,
             journal: None,
             start: now,
             seed: fastrand::u64(..),

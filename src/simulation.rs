@@ -173,8 +173,7 @@ impl Simulation {
             Arc::clone(&shared),
             Settings {
                 policy: policy.clone(),
-                spot_to_spot: scenario.features.spot_to_spot,
-                min_values_policy: scenario.features.min_values_policy,
+                features: scenario.features,
                 journal,
                 start,
                 seed,
@@ -206,8 +205,7 @@ impl Simulation {
         };
         let settings = Settings {
             policy: self.policy.clone(),
-            spot_to_spot: self.features.spot_to_spot,
-            min_values_policy: self.features.min_values_policy,
+            features: self.features,
             journal,
             start: self.start,
             seed: self.seed.wrapping_add(1),
@@ -220,8 +218,7 @@ impl Simulation {
             Arc::clone(&self.shared_clock),
             Settings {
                 policy: PolicyTable::default(),
-                spot_to_spot: false,
-                min_values_policy: Default::default(),
+                features: Default::default(),
                 journal: None,
                 start: self.start,
                 seed: 0,
@@ -481,6 +478,24 @@ impl Simulation {
                     .map(|n| n.name.clone())
                     .ok_or("nodeNotReady: no Ready node to take down")?;
                 cluster.set_not_ready(&target);
+            }
+            Action::NodeCondition {
+                nodepool,
+                condition,
+                status,
+            } => {
+                let target = cluster
+                    .nodes()
+                    .filter(|n| !n.faults.iter().any(|f| f.condition == condition))
+                    .filter(|n| {
+                        nodepool
+                            .as_ref()
+                            .is_none_or(|p| n.labels.get(crate::api::labels::NODEPOOL) == Some(p))
+                    })
+                    .min_by_key(|n| (n.created, n.name.clone()))
+                    .map(|n| n.name.clone())
+                    .ok_or("nodeCondition: no node without that fault")?;
+                cluster.set_fault(&target, &condition, &status);
             }
             Action::Kubelet {
                 nodepool,

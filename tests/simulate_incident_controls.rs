@@ -309,3 +309,118 @@ fn consolidation_below_the_pools_minimum_savings_is_not_proposed() {
         );
     }
 }
+
+/// Ten nodes of pool `web` (one 3-cpu pod each, budget 10%: one at a time), repair on
+/// unless `gates` says otherwise; at 10m a node monitoring agent reports KernelReady=False
+/// on `faulty` nodes (toleration 30 minutes).
+fn kernel_faults(faulty: usize, gates: &str, annotations: &str) -> String {
+    let faults: String = (0..faulty)
+        .map(|_| "    - {at: 10m, nodeCondition: {nodepool: web, condition: KernelReady}}\n")
+        .collect();
+    format!(
+        r#"apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: web
+  annotations: {{{annotations}}}
+spec:
+  template:
+    spec:
+      nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}
+      requirements: [{{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}}]
+  disruption:
+    consolidationPolicy: WhenEmpty
+    consolidateAfter: 1m
+{NODECLASS}---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: web}}
+spec:
+  replicas: 10
+  selector: {{matchLabels: {{app: web}}}}
+  template:
+    metadata: {{labels: {{app: web}}}}
+    spec:
+      containers: [{{name: web, image: web, resources: {{requests: {{cpu: "3", memory: 4Gi}}}}}}]
+---
+apiVersion: karpenter-tui.dev/v1alpha1
+kind: Scenario
+metadata: {{name: kernel-faults}}
+spec:
+  featureGates: "{gates}"
+  cloud: {{instanceTypes: [m5.xlarge]}}
+  timeline:
+{faults}"#
+    )
+}
+
+fn repairs(events: &[Value]) -> Vec<&Value> {
+    events
+        .iter()
+        .filter(|e| e["kind"] == "DisruptionExecuted" && e["method"] == "repair")
+        .collect()
+}
+
+fn blocked_saying<'a>(events: &'a [Value], words: &str) -> Vec<&'a Value> {
+    events
+        .iter()
+        .filter(|e| e["kind"] == "DisruptionBlocked")
+        .filter(|e| e["reason"].as_str().is_some_and(|r| r.contains(words)))
+        .collect()
+}
+
+#[test]
+fn a_node_unhealthy_past_its_toleration_is_replaced_through_the_gate_unless_vetoed_or_widespread() {
+    // One faulty node: replaced (not just deleted: its pod moves first) once KernelReady
+    // has been False for 30 minutes, and only then.
+    let one = simulate(&kernel_faults(1, "NodeRepair=true", ""), "1h");
+    let done = repairs(&one);
+    assert_eq!(done.len(), 1, "{done:#?}");
+    let t = done[0]["t"].as_f64().unwrap();
+    assert!(
+        (39.5 * 60.0..42.0 * 60.0).contains(&t),
+        "repaired at {t} s, the toleration ends 30 minutes after 10m"
+    );
+    assert_eq!(done[0]["reason"], "Unhealthy");
+    assert!(
+        one.iter().any(|e| e["kind"] == "NodeClaimCreated"
+            && e["nodeclaim"]
+                .as_str()
+                .is_some_and(|n| n.contains("replacement"))),
+        "the repair launches a replacement"
+    );
+
+    // Upstream's gate is off by default: nothing is repaired.
+    let off = simulate(&kernel_faults(1, "", ""), "1h");
+    assert!(repairs(&off).is_empty());
+
+    // The pool's veto holds it, and says so.
+    let vetoed = simulate(
+        &kernel_faults(
+            1,
+            "NodeRepair=true",
+            "karpenter-tui.dev/do-not-repair: \"true\"",
+        ),
+        "1h",
+    );
+    assert!(repairs(&vetoed).is_empty());
+    assert!(
+        !blocked_saying(
+            &vetoed,
+            "vetoed by karpenter-tui.dev/do-not-repair on NodePool web"
+        )
+        .is_empty()
+    );
+
+    // Three of ten unhealthy is more than 20% (2): a fault that wide is not the nodes'.
+    let wide = simulate(&kernel_faults(3, "NodeRepair=true", ""), "1h");
+    assert!(repairs(&wide).is_empty(), "{:#?}", repairs(&wide));
+    assert!(
+        !blocked_saying(&wide, "3 of NodePool web's 10 nodes are").is_empty(),
+        "the cap is reported"
+    );
+    // Two of ten is within it: both are repaired, one at a time (budget 10%: 1).
+    let two = simulate(&kernel_faults(2, "NodeRepair=true", ""), "1h");
+    let done = repairs(&two);
+    assert_eq!(done.len(), 2, "{done:#?}");
+}

@@ -350,11 +350,25 @@ pub enum DisruptionReason {
     Underutilized,
     Empty,
     Drifted,
+    /// Node repair (`engine::repair`). Not a value a budget may list: upstream v1.14.1's
+    /// CRD does not accept it, so a NodePool written for one applies to the other. The
+    /// budgets that list no reasons govern repairs.
+    #[serde(skip)]
+    #[schemars(skip)]
+    Unhealthy,
 }
 
 impl DisruptionReason {
-    /// All reasons, in upstream order.
-    pub const ALL: [DisruptionReason; 3] = [
+    /// All reasons, in upstream order, then repair.
+    pub const ALL: [DisruptionReason; 4] = [
+        DisruptionReason::Underutilized,
+        DisruptionReason::Empty,
+        DisruptionReason::Drifted,
+        DisruptionReason::Unhealthy,
+    ];
+
+    /// The reasons a budget may list (upstream's): all but repair.
+    pub const LISTABLE: [DisruptionReason; 3] = [
         DisruptionReason::Underutilized,
         DisruptionReason::Empty,
         DisruptionReason::Drifted,
@@ -366,6 +380,7 @@ impl DisruptionReason {
             DisruptionReason::Underutilized => "Underutilized",
             DisruptionReason::Empty => "Empty",
             DisruptionReason::Drifted => "Drifted",
+            DisruptionReason::Unhealthy => "Unhealthy",
         }
     }
 }

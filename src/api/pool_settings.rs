@@ -26,6 +26,32 @@ pub const MIN_SAVINGS_PERCENT: &str = "karpenter-tui.dev/min-savings-percent";
 /// failed), or `off`. Default [`BreakerSettings::DEFAULT`].
 pub const CIRCUIT_BREAKER: &str = "karpenter-tui.dev/circuit-breaker";
 
+/// `"true"` on a NodePool, a NodeClaim or a Node: do not repair it (or any node of the
+/// pool), however long it stays unhealthy. An operator's veto for when the health signal
+/// itself is wrong (a monitoring agent reporting false faults during an incident).
+pub const DO_NOT_REPAIR: &str = "karpenter-tui.dev/do-not-repair";
+
+/// Whether the pool vetoes repair of its nodes.
+pub fn do_not_repair(pool: &NodePool) -> Result<bool, SettingError> {
+    match annotation(pool, DO_NOT_REPAIR) {
+        None => Ok(false),
+        Some(v) => match v.trim() {
+            "true" => Ok(true),
+            "false" => Ok(false),
+            other => Err(SettingError {
+                annotation: DO_NOT_REPAIR,
+                message: format!("{other:?} is not true or false"),
+            }),
+        },
+    }
+}
+
+/// Whether a node's (or its NodeClaim's) annotations veto its repair. Anything but
+/// `"true"` does not, as with `karpenter.sh/do-not-disrupt`.
+pub fn node_vetoes_repair(annotations: &std::collections::BTreeMap<String, String>) -> bool {
+    annotations.get(DO_NOT_REPAIR).is_some_and(|v| v == "true")
+}
+
 /// How many failed replacements, of how many recent ones, pause a pool's voluntary
 /// disruption (kubernetes-sigs/karpenter#2497: a bad image rolled out by drift should
 /// stop after a few failed nodes, not replace the whole pool).
@@ -197,6 +223,7 @@ pub fn problems(pool: &NodePool) -> Vec<SettingError> {
         min_per_hour(pool).err(),
         min_percent(pool).err(),
         circuit_breaker(pool).err(),
+        do_not_repair(pool).err(),
     ]
     .into_iter()
     .flatten()

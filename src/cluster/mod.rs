@@ -111,6 +111,9 @@ pub struct NodeObject {
     pub allocatable: Resources,
     /// Condition Ready=True.
     pub ready: bool,
+    /// Its conditions a repair policy names (`engine::repair`), with their transition
+    /// times: empty while the node is healthy.
+    pub faults: Vec<crate::engine::repair::NodeFault>,
     pub created: DateTime<Utc>,
 }
 

@@ -49,10 +49,11 @@ fn runs_at(d: &Decision) -> DateTime<Utc> {
 const WITHDRAWN_KEPT: usize = 50;
 
 /// The console's default: a human approves what costs workloads a restart for savings
-/// (Underutilized) or for hygiene (Drifted); empty and expired nodes go on their own.
+/// (Underutilized), for hygiene (Drifted) or on a health signal that may be false
+/// (Unhealthy); empty and expired nodes go on their own.
 pub fn console_default(reason: Reason) -> Policy {
     match reason {
-        Reason::Underutilized | Reason::Drifted => Policy::Manual,
+        Reason::Underutilized | Reason::Drifted | Reason::Unhealthy => Policy::Manual,
         Reason::Empty | Reason::Expired => Policy::Auto,
     }
 }

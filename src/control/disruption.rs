@@ -42,6 +42,8 @@ pub struct DisruptionController {
     pub gate: Gate,
     pub orchestrator: Orchestrator,
     pub spot_to_spot: bool,
+    /// Repair unhealthy nodes (feature gate `NodeRepair`).
+    pub node_repair: bool,
     /// Evaluate and explain every node each pass (a console is watching); otherwise
     /// passes stop at the first command, as upstream's do.
     pub explain: bool,
@@ -121,6 +123,7 @@ impl DisruptionController {
             gate: Gate::new(policy),
             orchestrator: Orchestrator::new(),
             spot_to_spot: false,
+            node_repair: false,
             explain: true,
             unsynced: None,
             scaling_up: None,
@@ -140,6 +143,7 @@ impl DisruptionController {
     fn options(&self) -> Options {
         Options {
             spot_to_spot: self.spot_to_spot,
+            repair: self.node_repair,
             held: Default::default(),
             reserved: self.reserved(),
             unsynced: self.unsynced.clone(),

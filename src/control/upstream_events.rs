@@ -109,6 +109,15 @@ pub fn blocked(node: Option<&str>, nodeclaim: &str, message: &str) -> Vec<Notice
     })
 }
 
+/// `NodeRepairBlocked` (a Warning) on the Node and NodeClaim: the node is unhealthy but
+/// is not repaired (upstream `pkg/controllers/node/health/events.go`; here also for a
+/// `karpenter-tui.dev/do-not-repair` veto).
+pub fn repair_blocked(node: Option<&str>, nodeclaim: &str, message: &str) -> Vec<Notice> {
+    on_both(node, nodeclaim, |r| {
+        notice(r, "NodeRepairBlocked", message.to_string(), true)
+    })
+}
+
 /// The AWS provider's event for an interruption notice, on the NodeClaim and its Node
 /// (`pkg/controllers/interruption/events/events.go`): what the cloud said, as a Warning,
 /// but a rebalance recommendation as Normal.

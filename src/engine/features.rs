@@ -11,17 +11,14 @@ use crate::engine::scheduling::MinValuesPolicy;
 pub struct Features {
     /// `SpotToSpotConsolidation`: a spot node may be replaced by a cheaper spot node.
     pub spot_to_spot: bool,
+    /// `NodeRepair`: nodes unhealthy past their toleration are repaired (`engine::repair`).
+    pub node_repair: bool,
     pub min_values_policy: MinValuesPolicy,
 }
 
 /// Upstream's gates that are accepted but change nothing here, so upstream's settings
 /// carry over unchanged.
-const INERT_GATES: [&str; 4] = [
-    "NodeRepair",
-    "ReservedCapacity",
-    "NodeOverlay",
-    "StaticCapacity",
-];
+const INERT_GATES: [&str; 3] = ["ReservedCapacity", "NodeOverlay", "StaticCapacity"];
 
 impl Features {
     /// Reads `gates` (`Name=true,Other=false`; a bare name is true) and the minValues
@@ -44,12 +41,13 @@ impl Features {
             };
             match name {
                 "SpotToSpotConsolidation" => f.spot_to_spot = on,
+                "NodeRepair" => f.node_repair = on,
                 n if INERT_GATES.contains(&n) => {}
                 other => {
                     return Err((
                         Setting::FeatureGates,
                         format!(
-                            "unknown gate {other:?} (known: SpotToSpotConsolidation, {})",
+                            "unknown gate {other:?} (known: SpotToSpotConsolidation, NodeRepair, {})",
                             INERT_GATES.join(", ")
                         ),
                     ));

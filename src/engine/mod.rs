@@ -10,6 +10,7 @@ pub mod partition;
 pub mod pod;
 pub mod pod_places;
 pub mod provisioning;
+pub mod repair;
 pub mod requirements;
 pub mod reservation;
 pub mod resources;

@@ -66,6 +66,9 @@ pub struct StateNode {
     pub registered: bool,
     /// Node Ready=True.
     pub ready: bool,
+    /// The Node's conditions a repair policy names (`engine::repair`): empty while the
+    /// node is healthy.
+    pub faults: Vec<crate::engine::repair::NodeFault>,
     /// Deletion requested (the NodeClaim or Node has a deletionTimestamp) or marked for
     /// deletion by a disruption command in flight.
     pub deleting: bool,
@@ -141,6 +144,7 @@ impl StateNode {
             initialized: true,
             registered: true,
             ready: true,
+            faults: Vec::new(),
             deleting: false,
             last_pod_event: None,
             expire_after: spec

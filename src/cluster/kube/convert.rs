@@ -396,6 +396,21 @@ pub fn node(n: &core::Node) -> Result<NodeObject, Malformed> {
             .into_iter()
             .flatten()
             .any(|c| c.type_ == "Ready" && c.status == "True"),
+        // A condition without a transition time reads as broken since the epoch: its
+        // toleration has long run out, as upstream's zero time would have it.
+        faults: status
+            .and_then(|s| s.conditions.as_ref())
+            .into_iter()
+            .flatten()
+            .filter_map(|c| {
+                let since = c
+                    .last_transition_time
+                    .as_ref()
+                    .map(to_chrono)
+                    .unwrap_or(DateTime::<Utc>::UNIX_EPOCH);
+                crate::engine::repair::NodeFault::of(&c.type_, &c.status, since)
+            })
+            .collect(),
         // Nothing decides on a Node's age (NodeClaims carry the times that matter), so
         // a missing timestamp reads as the epoch rather than rejecting the Node.
         created: n

@@ -27,6 +27,7 @@ pub struct TimelineEntry {
     pub capacity: Option<Capacity>,
     pub interrupt_spot: Option<NodeChoice>,
     pub node_not_ready: Option<NodeChoice>,
+    pub node_condition: Option<NodeConditionEntry>,
     pub kubelet: Option<Kubelet>,
     pub operator: Option<Operator>,
 }
@@ -40,6 +41,23 @@ pub struct Kubelet {
     pub nodepool: Option<String>,
     pub healthy: bool,
     pub fail_after: Option<String>,
+}
+
+/// A node monitoring agent reports a fault on the oldest node (of the pool) that does
+/// not have it yet: a condition a repair policy names (`engine::repair`), other than
+/// Ready (`nodeNotReady` is the kubelet going silent). The node stays Ready and keeps
+/// its pods.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct NodeConditionEntry {
+    pub nodepool: Option<String>,
+    pub condition: String,
+    #[serde(default = "default_false")]
+    pub status: String,
+}
+
+fn default_false() -> String {
+    "False".into()
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -149,6 +167,11 @@ pub enum Action {
     NodeNotReady {
         nodepool: Option<String>,
     },
+    NodeCondition {
+        nodepool: Option<String>,
+        condition: String,
+        status: String,
+    },
     Kubelet {
         nodepool: Option<String>,
         /// `None`: healthy.
@@ -228,6 +251,32 @@ impl TimelineEntry {
                 nodepool: n.nodepool.clone(),
             });
         }
+        if let Some(c) = &self.node_condition {
+            let policy = crate::engine::repair::POLICIES
+                .iter()
+                .any(|p| p.condition == c.condition && p.status == c.status);
+            if !policy || c.condition == "Ready" {
+                let known: Vec<String> = crate::engine::repair::POLICIES
+                    .iter()
+                    .filter(|p| p.condition != "Ready")
+                    .map(|p| format!("{}={}", p.condition, p.status))
+                    .collect();
+                return Err((
+                    "nodeCondition".into(),
+                    format!(
+                        "{}={} is not a fault a repair policy names (one of {}; for Ready use nodeNotReady)",
+                        c.condition,
+                        c.status,
+                        known.join(", ")
+                    ),
+                ));
+            }
+            actions.push(Action::NodeCondition {
+                nodepool: c.nodepool.clone(),
+                condition: c.condition.clone(),
+                status: c.status.clone(),
+            });
+        }
         if let Some(k) = &self.kubelet {
             let after = duration(k.fail_after.as_deref())
                 .map_err(|m| ("kubelet.failAfter".to_string(), m))?
@@ -271,7 +320,7 @@ impl TimelineEntry {
             }),
             0 => Err((
                 String::new(),
-                "no action: give one of scale, patchNodePool, annotatePods, capacity, interruptSpot, nodeNotReady, kubelet, operator".into(),
+                "no action: give one of scale, patchNodePool, annotatePods, capacity, interruptSpot, nodeNotReady, nodeCondition, kubelet, operator".into(),
             )),
             _ => Err((String::new(), "more than one action in one entry; split it into two entries".into())),
         }
@@ -323,12 +372,16 @@ impl TimedAction {
             }
             Action::InterruptSpot { nodepool: Some(p) }
             | Action::NodeNotReady { nodepool: Some(p) }
+            | Action::NodeCondition {
+                nodepool: Some(p), ..
+            }
             | Action::Kubelet {
                 nodepool: Some(p), ..
             } if !pool_known(p) => {
                 let field = match self.action {
                     Action::InterruptSpot { .. } => ".interruptSpot.nodepool",
                     Action::Kubelet { .. } => ".kubelet.nodepool",
+                    Action::NodeCondition { .. } => ".nodeCondition.nodepool",
                     _ => ".nodeNotReady.nodepool",
                 };
                 report(field, format!("no NodePool {p:?} in this scenario"));

@@ -163,6 +163,10 @@ impl SimCluster {
                 taints,
                 allocatable,
                 ready: false,
+                // A kubelet registers NotReady and turns Ready once it is up.
+                faults: crate::engine::repair::NodeFault::of("Ready", "False", now)
+                    .into_iter()
+                    .collect(),
                 created: now,
             };
             self.nodes.insert(
@@ -211,6 +215,7 @@ impl SimCluster {
             let mut touched = false;
             if !n.object.ready && t.registered <= h.ready {
                 n.object.ready = true;
+                n.object.faults.retain(|f| f.condition != "Ready");
                 touched = true;
             }
             if !t.startup_taints_removed && t.registered <= h.startup {

@@ -347,6 +347,23 @@ impl SimCluster {
         };
     }
 
+    /// A node monitoring agent reports `condition` = `status` on the node from now on (a
+    /// condition no repair policy names changes nothing). False when there is no such
+    /// node.
+    pub fn set_fault(&mut self, node: &str, condition: &str, status: &str) -> bool {
+        let now = self.now;
+        let Some(n) = self.nodes.get_mut(node) else {
+            return false;
+        };
+        n.object.faults.retain(|f| f.condition != condition);
+        n.object
+            .faults
+            .extend(crate::engine::repair::NodeFault::of(condition, status, now));
+        let obj = n.object.clone();
+        self.emit(Change::Applied(Object::Node(Box::new(obj))));
+        true
+    }
+
     /// The kubelet of a node stops reporting: NotReady, tainted unreachable; pods are
     /// evicted after `unreachable_eviction`. Returns false when there is no such node.
     pub fn set_not_ready(&mut self, node: &str) -> bool {
@@ -356,6 +373,11 @@ impl SimCluster {
         };
         n.timeline.kubelet_lost = Some(now);
         n.object.ready = false;
+        // The node lifecycle controller marks a silent kubelet's Ready Unknown.
+        n.object.faults.retain(|f| f.condition != "Ready");
+        n.object.faults.extend(crate::engine::repair::NodeFault::of(
+            "Ready", "Unknown", now,
+        ));
         for effect in [TaintEffect::NoSchedule, TaintEffect::NoExecute] {
             if !n
                 .object

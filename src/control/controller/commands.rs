@@ -335,6 +335,9 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
                     Some("Unconsolidatable") => {
                         upstream_events::unconsolidatable(node.as_deref(), claim, words)
                     }
+                    Some("NodeRepairBlocked") => {
+                        upstream_events::repair_blocked(node.as_deref(), claim, words)
+                    }
                     Some(_) => upstream_events::blocked(node.as_deref(), claim, words),
                     None => Vec::new(),
                 });

@@ -101,6 +101,7 @@ pub(super) fn state_node(claim: &NodeClaimObject, node: Option<&NodeObject>) -> 
         initialized,
         registered,
         ready: node.is_some_and(|n| n.ready),
+        faults: node.map(|n| n.faults.clone()).unwrap_or_default(),
         deleting: claim.deleting.is_some(),
         last_pod_event: None,
         expire_after: claim.expire_after,
@@ -486,6 +487,7 @@ mod tests {
             taints: Vec::new(),
             allocatable: Resources::default(),
             ready: false,
+            faults: Vec::new(),
             created: DateTime::UNIX_EPOCH,
         };
         let n = state_node(&claim(), Some(&node)).expect("launched");

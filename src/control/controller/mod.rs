@@ -83,9 +83,8 @@ const RECENT_EVENTS: usize = 500;
 /// How the controller is set up.
 pub struct Settings {
     pub policy: PolicyTable,
-    pub spot_to_spot: bool,
-    /// What provisioning does when `minValues` cannot be met (upstream `MIN_VALUES_POLICY`).
-    pub min_values_policy: crate::engine::scheduling::MinValuesPolicy,
+    /// Upstream's `FEATURE_GATES` and `MIN_VALUES_POLICY`.
+    pub features: crate::engine::features::Features,
     pub journal: Option<Journal>,
     /// The origin of event times (`t` = seconds since this).
     pub start: DateTime<Utc>,
@@ -205,7 +204,8 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
     /// disruption taints no command placed.
     pub fn new(cluster: C, cloud: P, clock: Arc<dyn Clock>, settings: Settings) -> Self {
         let mut disruption = DisruptionController::new(settings.policy, settings.journal);
-        disruption.spot_to_spot = settings.spot_to_spot;
+        disruption.spot_to_spot = settings.features.spot_to_spot;
+        disruption.node_repair = settings.features.node_repair;
         // Every change to the state goes through `ingest`, which reports the nodes it
         // touches: the planner fingerprints only those.
         disruption.track_changes();
@@ -233,7 +233,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             last_gc: None,
             cloud_generation: 0,
             pool_status_written: HashMap::new(),
-            min_values_policy: settings.min_values_policy,
+            min_values_policy: settings.features.min_values_policy,
             protocol: protocol::Protocol::default(),
             recovered: false,
             recent: VecDeque::new(),

@@ -475,6 +475,7 @@ pub(super) mod tests {
             taints: Vec::new(),
             allocatable: Resources::default(),
             ready: true,
+            faults: Vec::new(),
             created: DateTime::UNIX_EPOCH,
         }
     }

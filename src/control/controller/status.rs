@@ -336,6 +336,7 @@ mod tests {
             taints: Vec::new(),
             allocatable: Resources::cpu_mem(1900, 7 << 30),
             ready,
+            faults: Vec::new(),
             created: at(0),
         }
     }

@@ -76,6 +76,10 @@ pub struct PoolBudgets {
     /// validation): they hold budget as a command in flight does, so everything waiting
     /// can run at once.
     pub reserved: usize,
+    /// Of `disrupting`, the nodes that only count because they are NotReady (no
+    /// decision, no deletion): the repair budget does not count them, as they are what
+    /// repair mends (upstream PR #3311 subtracts them for its Unhealthy budget too).
+    pub not_ready: usize,
     pub windows: Vec<BudgetWindow>,
     /// The zone the schedules are read in (`karpenter-tui.dev/budget-timezone`); `None`
     /// is UTC, as upstream.
@@ -87,6 +91,18 @@ pub struct PoolBudgets {
 impl PoolBudgets {
     /// Evaluates every budget of the pool at `now`.
     pub fn evaluate(pool: &NodePool, total: usize, disrupting: usize, now: DateTime<Utc>) -> Self {
+        Self::evaluate_counted(pool, total, disrupting, 0, now)
+    }
+
+    /// [`PoolBudgets::evaluate`], with `not_ready` of the `disrupting` nodes only
+    /// NotReady (see [`PoolBudgets::not_ready`]).
+    pub fn evaluate_counted(
+        pool: &NodePool,
+        total: usize,
+        disrupting: usize,
+        not_ready: usize,
+        now: DateTime<Utc>,
+    ) -> Self {
         let zone = pool_settings::budget_timezone(pool);
         let windows: Vec<BudgetWindow> = pool
             .spec
@@ -104,8 +120,13 @@ impl PoolBudgets {
                     .filter(|w| w.active && w.applies_to(reason))
                     .map(|w| w.limit)
                     .min();
+                let counted = if reason == DisruptionReason::Unhealthy {
+                    disrupting.saturating_sub(not_ready)
+                } else {
+                    disrupting
+                };
                 let allowed = match limit {
-                    Some(l) => l.saturating_sub(disrupting),
+                    Some(l) => l.saturating_sub(counted),
                     None => usize::MAX,
                 };
                 let next_change = windows
@@ -126,6 +147,7 @@ impl PoolBudgets {
             total,
             disrupting,
             reserved: 0,
+            not_ready,
             windows,
             timezone: zone.ok().flatten(),
             reasons,
@@ -147,24 +169,39 @@ impl PoolBudgets {
     }
 }
 
-/// Counts per pool: managed initialized nodes, and of those NotReady, deleting or held
-/// (`reserved`), and of those the reserved ones.
+/// A pool's node counts for its budgets.
+#[derive(Clone, Copy, Debug, Default)]
+struct Counts {
+    /// Managed, initialized nodes.
+    total: usize,
+    /// Of those, NotReady, deleting or held (`reserved`).
+    disrupting: usize,
+    /// Of `disrupting`, the ready reserved ones.
+    reserved: usize,
+    /// Of `disrupting`, the NotReady ones neither deleting nor reserved.
+    not_ready: usize,
+}
+
+/// Counts per pool.
 fn pool_counts<'a>(
     state: &'a ClusterState,
     reserved: &FastSet<String>,
-) -> FastMap<&'a str, (usize, usize, usize)> {
-    let mut counts: FastMap<&str, (usize, usize, usize)> = FastMap::default();
+) -> FastMap<&'a str, Counts> {
+    let mut counts: FastMap<&str, Counts> = FastMap::default();
     for n in &state.nodes {
         if !n.initialized {
             continue;
         }
         let c = counts.entry(n.nodepool.as_str()).or_default();
-        c.0 += 1;
+        c.total += 1;
         if !n.ready || n.going_away() {
-            c.1 += 1;
+            c.disrupting += 1;
+            if !n.going_away() && !reserved.contains(&n.nodeclaim) {
+                c.not_ready += 1;
+            }
         } else if reserved.contains(&n.nodeclaim) {
-            c.1 += 1;
-            c.2 += 1;
+            c.disrupting += 1;
+            c.reserved += 1;
         }
     }
     counts
@@ -182,9 +219,10 @@ pub fn evaluate_budgets(
         .nodepools
         .iter()
         .map(|(name, pool)| {
-            let (total, disrupting, held) = counts.get(name.as_str()).copied().unwrap_or_default();
-            let mut b = PoolBudgets::evaluate(pool, total, disrupting, now);
-            b.reserved = held;
+            let c = counts.get(name.as_str()).copied().unwrap_or_default();
+            let mut b =
+                PoolBudgets::evaluate_counted(pool, c.total, c.disrupting, c.not_ready, now);
+            b.reserved = c.reserved;
             b
         })
         .collect()

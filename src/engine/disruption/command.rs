@@ -193,7 +193,7 @@ pub(crate) fn command(
     Command {
         method,
         reason,
-        savings_per_hour: if matches!(method, Method::Drift | Method::Expiration) {
+        savings_per_hour: if matches!(method, Method::Drift | Method::Expiration | Method::Repair) {
             0.0
         } else {
             price - new

@@ -23,6 +23,7 @@ mod images;
 pub mod incremental;
 pub mod min_savings;
 pub mod outcome;
+pub mod repair;
 mod sim_input;
 mod topology_counts;
 pub mod validation;
@@ -53,6 +54,9 @@ pub struct Options {
     /// Allow replacing spot nodes with cheaper spot nodes (upstream feature gate
     /// `SpotToSpotConsolidation`, default off).
     pub spot_to_spot: bool,
+    /// Repair nodes unhealthy past their toleration (upstream feature gate `NodeRepair`,
+    /// default off), as `Unhealthy` decisions (`engine::repair`).
+    pub repair: bool,
     /// NodeClaims the approval gate or the orchestrator holds (pending decision, rejected
     /// by an operator, in flight), with the words to show.
     pub held: FastMap<String, String>,
@@ -239,6 +243,8 @@ fn plan_with<'p>(
 
     // Node-level blocks, expiration, drift verdicts, and the candidate list.
     let mut cands: Vec<Candidate> = Vec::with_capacity(state.nodes.len());
+    // Nodes unhealthy past their toleration, for repair: no other method considers them.
+    let mut unhealthy: Vec<usize> = Vec::new();
     for (i, node) in state.nodes.iter().enumerate() {
         let key = &node.nodeclaim;
         let pool = state.nodepools.get(&node.nodepool);
@@ -311,6 +317,16 @@ fn plan_with<'p>(
             );
             continue;
         }
+        if options.repair
+            && !node.going_away()
+            && let Some(fault) = crate::engine::repair::first_due(node)
+        {
+            if fault.repair_at() <= now {
+                unhealthy.push(i);
+                continue;
+            }
+            soon.add(Some(fault.repair_at()));
+        }
         if let Some(b) = candidates::node_block(node, pool, now) {
             pass.outcomes.insert(key.clone(), Outcome::Blocked(b));
             continue;
@@ -338,9 +354,13 @@ fn plan_with<'p>(
 
     if let Some(why) = &options.unsynced {
         // Nothing voluntary until the view of the cluster is whole.
-        for c in &cands {
+        let all = cands
+            .iter()
+            .map(|c| c.node)
+            .chain(unhealthy.iter().copied());
+        for i in all {
             pass.outcomes.insert(
-                key(c),
+                state.nodes[i].nodeclaim.clone(),
                 Outcome::Blocked(Block::Unsynced { why: why.clone() }),
             );
         }
@@ -363,6 +383,12 @@ fn plan_with<'p>(
     };
     let balanced_totals = balanced::pool_totals(state, pods_by_node);
     let min_savings = min_savings::Thresholds::new(state);
+
+    // 0. Repair: before everything else (mending a broken node outranks a discretionary
+    // move), oldest fault first, one node per command, replacements as needed.
+    if !unhealthy.is_empty() {
+        repair_step(prepared, slot, &budgets, &unhealthy, &mut pass);
+    }
 
     // 1. Emptiness: every empty, consolidatable, unblocked candidate within budget. It
     // simulates nothing, so a scale-up in progress does not hold it.
@@ -395,7 +421,18 @@ fn plan_with<'p>(
         empty_allow.take(&node(c).nodepool);
         empties.push(c);
     }
-    if !empties.is_empty() {
+    if pass.command.is_some() {
+        // A repair came first.
+        for c in &empties {
+            pass.outcomes.insert(
+                key(c),
+                Outcome::Eligible {
+                    method: Method::Emptiness,
+                    detail: "empty, after the repair this pass chose".into(),
+                },
+            );
+        }
+    } else if !empties.is_empty() {
         let cmd = command(state, Method::Emptiness, Reason::Empty, &empties, vec![]);
         for c in &empties {
             pass.outcomes.insert(
@@ -749,6 +786,97 @@ fn plan_with<'p>(
     }
     pass.budgets = budgets;
     pass
+}
+
+/// Pass step 0: the first repairable node of `unhealthy` (indices into the state's nodes)
+/// becomes the pass's command; the rest are eligible or say why not.
+fn repair_step<'p>(
+    prepared: &'p Prepared<'p>,
+    slot: &mut SimSlot<'p>,
+    budgets: &[PoolBudgets],
+    unhealthy: &[usize],
+    pass: &mut Pass,
+) {
+    let state = prepared.state;
+    let health = crate::engine::repair::pool_health(state);
+    let allow = Allowance::new(budgets, DisruptionReason::Unhealthy);
+    let mut order: Vec<(DateTime<Utc>, &str, usize)> = unhealthy
+        .iter()
+        .map(|&i| {
+            let n = &state.nodes[i];
+            let at = crate::engine::repair::first_due(n).map_or(pass.at, |f| f.repair_at());
+            (at, n.nodeclaim.as_str(), i)
+        })
+        .collect();
+    order.sort();
+    let pods_by_node = prepared.pods_by_node();
+    for (_, name, i) in order {
+        let node = &state.nodes[i];
+        let name = name.to_string();
+        pass.candidates_evaluated += 1;
+        if let Some(b) = repair::block(node, state.nodepools.get(&node.nodepool), &health) {
+            pass.outcomes.insert(name, Outcome::Blocked(b));
+            continue;
+        }
+        *pass.eligible.entry(Reason::Unhealthy).or_default() += 1;
+        if !allow.has(&node.nodepool) {
+            pass.outcomes
+                .insert(name, Outcome::Blocked(allow.block(&node.nodepool)));
+            continue;
+        }
+        let fault = crate::engine::repair::first_due(node)
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        if pass.command.is_some() {
+            pass.outcomes.insert(
+                name,
+                Outcome::Eligible {
+                    method: Method::Repair,
+                    detail: fault,
+                },
+            );
+            continue;
+        }
+        // Pod-level blocks do not hold a repair: the pods of a broken node are not
+        // serving (upstream's repair forces the drain).
+        let c = Candidate {
+            node: i,
+            pods: pods_by_node[i]
+                .iter()
+                .copied()
+                .filter(|&p| crate::engine::state::is_reschedulable(&state.pods[p]))
+                .collect(),
+            cost: 0.0,
+            eviction: 0.0,
+            consolidatable: Ok(()),
+            pod_block: None,
+            drift: None,
+        };
+        let movers = prepared.movers();
+        let replacements = match drift::replacements(prepared.simulator(slot), state, &c, &movers) {
+            Ok(r) => r,
+            Err(b) => {
+                pass.outcomes.insert(name, Outcome::Blocked(b));
+                continue;
+            }
+        };
+        let delete_only = replacements.is_empty();
+        pass.command = Some(command(
+            state,
+            Method::Repair,
+            Reason::Unhealthy,
+            &[&c],
+            replacements,
+        ));
+        pass.outcomes.insert(
+            name,
+            Outcome::Chosen {
+                method: Method::Repair,
+                savings: 0.0,
+                delete_only,
+            },
+        );
+    }
 }
 
 #[cfg(test)]

@@ -9,22 +9,26 @@ use chrono::{DateTime, Utc};
 use crate::api::nodepool::DisruptionReason;
 use crate::engine::pod::PodKey;
 
-/// Why a command disrupts its nodes. The first three are budget reasons; expiration is
-/// not budgeted (it counts against budgets once the node is deleting).
+/// Why a command disrupts its nodes. All but expiration are budgeted (expiration counts
+/// against budgets once the node is deleting); repair by the budgets that list no
+/// reasons.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 pub enum Reason {
     Empty,
     Drifted,
     Underutilized,
     Expired,
+    /// Node repair: a node unhealthy past its repair policy's toleration.
+    Unhealthy,
 }
 
 impl Reason {
-    pub const ALL: [Reason; 4] = [
+    pub const ALL: [Reason; 5] = [
         Reason::Empty,
         Reason::Drifted,
         Reason::Underutilized,
         Reason::Expired,
+        Reason::Unhealthy,
     ];
 
     /// The budget reason, if the reason is budgeted.
@@ -34,6 +38,7 @@ impl Reason {
             Reason::Drifted => Some(DisruptionReason::Drifted),
             Reason::Underutilized => Some(DisruptionReason::Underutilized),
             Reason::Expired => None,
+            Reason::Unhealthy => Some(DisruptionReason::Unhealthy),
         }
     }
 
@@ -44,6 +49,7 @@ impl Reason {
             Reason::Drifted => "Drifted",
             Reason::Underutilized => "Underutilized",
             Reason::Expired => "Expired",
+            Reason::Unhealthy => "Unhealthy",
         }
     }
 
@@ -65,6 +71,8 @@ impl fmt::Display for Reason {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 pub enum Method {
     Expiration,
+    /// Node repair (`engine::repair`): replace a node unhealthy past its toleration.
+    Repair,
     Emptiness,
     Drift,
     MultiNodeConsolidation,
@@ -76,6 +84,7 @@ impl Method {
     pub fn as_str(self) -> &'static str {
         match self {
             Method::Expiration => "expiration",
+            Method::Repair => "repair",
             Method::Emptiness => "emptiness",
             Method::Drift => "drift",
             Method::MultiNodeConsolidation => "multi-node consolidation",
@@ -87,6 +96,7 @@ impl Method {
     pub fn from_label(label: &str) -> Option<Method> {
         [
             Method::Expiration,
+            Method::Repair,
             Method::Emptiness,
             Method::Drift,
             Method::MultiNodeConsolidation,
@@ -100,6 +110,7 @@ impl Method {
     pub fn metric_label(self) -> &'static str {
         match self {
             Method::Expiration => "expiration",
+            Method::Repair => "repair",
             Method::Emptiness => "empty",
             Method::Drift => "drift",
             Method::MultiNodeConsolidation => "multi",
@@ -216,6 +227,19 @@ pub enum Block {
         nodepool: String,
         why: String,
     },
+    /// An unhealthy node is not repaired: `karpenter-tui.dev/do-not-repair` on it or on
+    /// its pool (`on` says which).
+    RepairVetoed {
+        on: String,
+    },
+    /// More of the pool is unhealthy than repair tolerates (upstream's 20%, rounded up):
+    /// the fault is likely systemic, and replacing nodes would not mend it.
+    RepairCapped {
+        nodepool: String,
+        unhealthy: usize,
+        nodes: usize,
+        cap: usize,
+    },
 }
 
 impl Block {
@@ -234,6 +258,8 @@ impl Block {
             | Block::BelowMinimumSavings { .. }
             | Block::InvalidPoolSetting { .. }
             | Block::ConsolidationDisabled => "Unconsolidatable",
+            // Upstream's node health controller's reason.
+            Block::RepairVetoed { .. } | Block::RepairCapped { .. } => "NodeRepairBlocked",
             _ => "DisruptionBlocked",
         }
     }
@@ -379,6 +405,20 @@ impl fmt::Display for Block {
             Block::InvalidPoolSetting { nodepool, why } => {
                 write!(f, "NodePool {nodepool}: {why}")
             }
+            Block::RepairVetoed { on } => write!(
+                f,
+                "unhealthy, but repair is vetoed by karpenter-tui.dev/do-not-repair on {on}"
+            ),
+            Block::RepairCapped {
+                nodepool,
+                unhealthy,
+                nodes,
+                cap,
+            } => write!(
+                f,
+                "unhealthy, but {unhealthy} of NodePool {nodepool}'s {nodes} nodes are: more than {}% ({cap}), so repair waits (a fault that wide is not the node's)",
+                crate::engine::repair::UNHEALTHY_PERCENT
+            ),
         }
     }
 }

@@ -624,6 +624,7 @@ mod claim_limit;
 mod incremental;
 mod min_savings;
 mod ranking;
+mod repair;
 mod upstream_rules;
 
 /// m $0.40 (4 cpu), l $0.70 (8 cpu), big $1.00 (16 cpu); on-demand only.

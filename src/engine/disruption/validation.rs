@@ -55,7 +55,17 @@ pub fn revalidate_in<'p>(
             continue;
         }
         let pool = state.nodepools.get(&node.nodepool);
-        if let Some(b) = candidates::node_block(node, pool, now) {
+        if cmd.method == Method::Repair {
+            // A repair needs the node still unhealthy past its toleration, and nothing
+            // since vetoing or capping it; its pods' blocks do not hold it.
+            if crate::engine::repair::due(node, now).is_none() {
+                return Err(format!("node {} is healthy again", node.name));
+            }
+            let health = crate::engine::repair::pool_health(state);
+            if let Some(b) = super::repair::block(node, pool, &health) {
+                return Err(format!("node {}: {b}", node.name));
+            }
+        } else if let Some(b) = candidates::node_block(node, pool, now) {
             return Err(format!("node {}: {b}", node.name));
         }
         let Some(pool) = pool else {
@@ -78,6 +88,12 @@ pub fn revalidate_in<'p>(
         let pods = candidates::NodePods::new(state, &pods_by_node[i], &pdbs);
         let c = candidates::candidate(state, i, &pods, pool, drift, now);
         match cmd.method {
+            Method::Repair => {
+                let mut c = c;
+                c.pod_block = None;
+                cands.push(c);
+                continue;
+            }
             Method::Drift => {
                 if c.drift.is_none() {
                     return Err(format!("node {} is no longer drifted", node.name));
@@ -123,7 +139,7 @@ pub fn revalidate_in<'p>(
 
     match cmd.method {
         Method::Expiration | Method::Emptiness => Ok(()),
-        Method::Drift => {
+        Method::Drift | Method::Repair => {
             let movers = prepared.movers();
             let sim = prepared.simulator(slot);
             for c in &cands {

@@ -116,7 +116,11 @@ pub fn budget_summary(s: &Snapshot, pool: &str) -> (String, Tone) {
         return ("paused".into(), Tone::Warn);
     }
     let budgets = s.budgets.iter().find(|b| b.nodepool == pool);
-    let blocked = budgets.is_some_and(|b| b.reasons.iter().any(|r| r.allowed == 0));
+    let blocked = budgets.is_some_and(|b| {
+        DisruptionReason::LISTABLE
+            .iter()
+            .any(|r| b.allowed(*r) == 0)
+    });
     (
         allowed_summary(budgets),
         if blocked { Tone::Warn } else { Tone::Normal },
@@ -138,12 +142,13 @@ pub fn policy(p: &NodePool) -> &'static str {
     }
 }
 
-/// "E:1 D:1 U:0": what each budgeted reason may still disrupt.
+/// "E:1 D:1 U:0": what each reason a budget may list may still disrupt (repair's
+/// allowance is in the budget panel: its initial would read as Underutilized's).
 pub fn allowed_summary(b: Option<&PoolBudgets>) -> String {
     let Some(b) = b else {
         return "-".into();
     };
-    DisruptionReason::ALL
+    DisruptionReason::LISTABLE
         .iter()
         .map(|r| {
             let a = b.allowed(*r);
@@ -301,6 +306,36 @@ pub fn budget_lines(
                 styles.muted,
             ),
             Span::styled(state, style),
+        ]));
+    }
+    let health = crate::engine::repair::pool_health(&s.state)
+        .get(b.nodepool.as_str())
+        .copied()
+        .unwrap_or_default();
+    if health.unhealthy > 0 {
+        let cap = crate::engine::repair::cap(health.nodes);
+        let (text, style) = if health.capped() {
+            (
+                format!(
+                    "{} of {} nodes unhealthy, over the {}% cap ({cap}): repair waits",
+                    health.unhealthy,
+                    health.nodes,
+                    crate::engine::repair::UNHEALTHY_PERCENT
+                ),
+                styles.bad,
+            )
+        } else {
+            (
+                format!(
+                    "{} of {} nodes unhealthy (repair stops above {cap})",
+                    health.unhealthy, health.nodes
+                ),
+                styles.warn,
+            )
+        };
+        lines.push(Line::from(vec![
+            Span::styled("  repair: ", styles.muted),
+            Span::styled(text, style),
         ]));
     }
     let mut spans = vec![Span::styled("  allowed now: ", styles.muted)];

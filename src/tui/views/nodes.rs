@@ -415,6 +415,17 @@ pub fn details(s: &Snapshot, id: &str, now: DateTime<Utc>) -> Option<Details> {
     condition(&mut b, "Registered", n.registered, "");
     condition(&mut b, "Initialized", n.initialized, "");
     condition(&mut b, "Ready", n.ready, "");
+    for f in &n.faults {
+        let at = f.repair_at();
+        b.line(
+            Tone::Warn,
+            format!(
+                "unhealthy: {f}; repair due {} ({})",
+                at.format("%H:%M:%S UTC"),
+                format::relative(at - now)
+            ),
+        );
+    }
     let drift = drift_of(s, n);
     condition(
         &mut b,
