@@ -52,6 +52,19 @@ pub struct Cli {
     #[arg(long)]
     pub read_only: bool,
 
+    /// Post each decision awaiting approval, execution, failure, pause (the circuit
+    /// breaker's trip among them) and resume to this webhook, as JSON with a Slack
+    /// `text` field; repeatable, or comma-separated in the environment. Never holds up
+    /// the control loop; retried with backoff.
+    #[arg(
+        long,
+        global = true,
+        value_name = "URL",
+        env = "KARPENTER_TUI_NOTIFY",
+        value_delimiter = ','
+    )]
+    pub notify: Vec<String>,
+
     /// The largest file (manifest, scenario, theme, keymap, config) read, in bytes or
     /// with a unit (64MiB, 1GiB). Larger input is refused by name before it is parsed.
     #[arg(long, global = true, value_name = "SIZE", default_value = "64MiB",

@@ -343,12 +343,14 @@ fn stop_on_signal() -> (watch::Sender<bool>, watch::Receiver<bool>) {
 /// or event lines (JSON) on stdout otherwise. It holds the same Lease as `controller`:
 /// a second `run` or `controller` waits as a standby, and attached consoles know it is
 /// ours.
+#[allow(clippy::too_many_arguments)]
 pub fn run(
     kube: &KubeArgs,
     cloud: &CloudArgs,
     leader: &LeaderArgs,
     features: &FeatureArgs,
     rules: Option<Vec<String>>,
+    notify: &[String],
     opts: &launch::Options,
     pane: Option<LogPane>,
 ) -> ExitCode {
@@ -406,11 +408,12 @@ pub fn run(
             }
             Some(Ok(s)) => s,
         };
+        notify_from(&mut controller, notify)?;
         let wake = controller.parts_mut().0.wake();
         let outcome = match pane {
             None => {
                 // Not on a terminal: the events as JSON lines, as `simulate` prints them.
-                live::drive(
+                let stopped = live::drive(
                     &mut controller,
                     wake,
                     None,
@@ -425,7 +428,9 @@ pub fn run(
                         }
                     },
                 )
-                .await
+                .await;
+                flush_notifications(&mut controller).await;
+                stopped
             }
             Some(pane) => {
                 let label = format!(
@@ -445,7 +450,7 @@ pub fn run(
                         tokio::spawn(async move {
                             let _keep = stop_tx;
                             let mut controller = controller;
-                            live::drive(
+                            let stopped = live::drive(
                                 &mut controller,
                                 wake,
                                 Some(requests),
@@ -454,7 +459,9 @@ pub fn run(
                                 Some(leading),
                                 |_| {},
                             )
-                            .await
+                            .await;
+                            flush_notifications(&mut controller).await;
+                            stopped
                         })
                     },
                 )
@@ -621,6 +628,7 @@ pub fn controller_cmd(
     leader: &LeaderArgs,
     features: &FeatureArgs,
     rules: Option<Vec<String>>,
+    notify: &[String],
 ) -> ExitCode {
     block_on(async {
         let addr: SocketAddr = metrics_addr
@@ -674,6 +682,7 @@ pub fn controller_cmd(
             Some(Ok(mut started)) => {
                 // The endpoints have served these metrics since the start.
                 started.controller.disruption.metrics = metrics.clone();
+                notify_from(&mut started.controller, notify)?;
                 metrics.set_synced(true);
                 health.set_ready(true);
                 let mut stop_wait = stop.clone();
@@ -691,7 +700,7 @@ pub fn controller_cmd(
                     metrics.set_leader(lease_name, true);
                     let beat = health.clone();
                     let wake = started.controller.parts_mut().0.wake();
-                    live::drive(
+                    let stopped = live::drive(
                         &mut started.controller,
                         wake,
                         None,
@@ -700,7 +709,9 @@ pub fn controller_cmd(
                         Some(started.leader.clone()),
                         move |_| beat.beat(),
                     )
-                    .await
+                    .await;
+                    flush_notifications(&mut started.controller).await;
+                    stopped
                 } else {
                     Stop::Requested
                 };
@@ -722,4 +733,22 @@ pub fn controller_cmd(
             )),
         }
     })
+}
+
+/// Posts the controller's notifications to the `--notify` webhooks, if any.
+fn notify_from(
+    controller: &mut Controller<KubeCluster, LiveCloud>,
+    urls: &[String],
+) -> Result<(), String> {
+    if !urls.is_empty() {
+        controller.set_notifier(karpenter_tui::control::notify::Notifier::start(urls)?);
+    }
+    Ok(())
+}
+
+/// Gives the notifications still queued a few seconds to go out before the process ends.
+async fn flush_notifications(controller: &mut Controller<KubeCluster, LiveCloud>) {
+    if let Some(n) = controller.take_notifier() {
+        n.close(Duration::from_secs(5)).await;
+    }
 }

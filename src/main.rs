@@ -88,6 +88,7 @@ fn main() -> ExitCode {
                 approval: cli.approve.rules(),
                 journal,
             },
+            &cli.notify,
         ),
         Some(Command::Validate { files }) => run_validate(&files),
         Some(Command::Crds) => {
@@ -108,6 +109,7 @@ fn main() -> ExitCode {
             &leader,
             &features,
             cli.approve.rules(),
+            &cli.notify,
             &console_opts,
             pane,
         ),
@@ -127,6 +129,7 @@ fn main() -> ExitCode {
             &leader,
             &features,
             cli.approve.rules(),
+            &cli.notify,
         ),
     }
 }
@@ -543,7 +546,12 @@ fn runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
         })
 }
 
-fn run_simulate(path: &Path, until: Option<&str>, options: simulation::Options) -> ExitCode {
+fn run_simulate(
+    path: &Path,
+    until: Option<&str>,
+    options: simulation::Options,
+    notify: &[String],
+) -> ExitCode {
     let scenario = match load_scenario(Some(path)) {
         Ok(s) => s,
         Err(code) => return code,
@@ -573,6 +581,16 @@ fn run_simulate(path: &Path, until: Option<&str>, options: simulation::Options) 
         Ok(rt) => rt,
         Err(code) => return code,
     };
+    if !notify.is_empty() {
+        let _entered = rt.enter();
+        match karpenter_tui::control::notify::Notifier::start(notify) {
+            Ok(n) => sim.controller.set_notifier(n),
+            Err(e) => {
+                eprintln!("{e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
     let out = std::io::stdout().lock();
     let mut out = std::io::BufWriter::with_capacity(1 << 16, out);
     let mut closed = false;
@@ -598,6 +616,9 @@ fn run_simulate(path: &Path, until: Option<&str>, options: simulation::Options) 
         st.provisioning_seconds
     );
     let _ = out.flush();
+    if let Some(n) = sim.controller.take_notifier() {
+        rt.block_on(n.close(NOTIFY_PATIENCE));
+    }
     let failures = sim.journal_failures();
     for f in &failures {
         eprintln!("simulate: {f}");
@@ -608,6 +629,9 @@ fn run_simulate(path: &Path, until: Option<&str>, options: simulation::Options) 
         ExitCode::FAILURE
     }
 }
+
+/// How long a finished run waits for its notifications to be posted.
+const NOTIFY_PATIENCE: std::time::Duration = std::time::Duration::from_secs(10);
 
 fn run_bench_simulate(path: Option<&Path>, until: &str, watch: bool, json: bool) -> ExitCode {
     let scenario = match path {

@@ -3,6 +3,9 @@
 //! schedules read in the pool's own time zone across a daylight-saving change, and a
 //! minimum saving below which consolidation is not proposed.
 
+#[path = "peers/webhook.rs"]
+mod webhook;
+
 use std::process::Command;
 
 use serde_json::Value;
@@ -83,12 +86,17 @@ fn the_circuit_breaker_stops_a_bad_images_rollout_until_an_operator_resumes() {
 
 /// Runs `simulate` over `scenario` (written to a temp file) and returns its events.
 fn simulate(scenario: &str, until: &str) -> Vec<Value> {
+    simulate_with(scenario, until, &[])
+}
+
+fn simulate_with(scenario: &str, until: &str, extra: &[&str]) -> Vec<Value> {
     let dir = tempfile::tempdir().expect("temp dir");
     let file = dir.path().join("scenario.yaml");
     std::fs::write(&file, scenario).expect("write scenario");
     let out = Command::new(BIN)
         .args(["simulate", &file.display().to_string(), "--until", until])
         .args(["--approve", "auto"])
+        .args(extra)
         .output()
         .expect("the binary runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -423,4 +431,70 @@ fn a_node_unhealthy_past_its_toleration_is_replaced_through_the_gate_unless_veto
     let two = simulate(&kernel_faults(2, "NodeRepair=true", ""), "1h");
     let done = repairs(&two);
     assert_eq!(done.len(), 2, "{done:#?}");
+}
+
+/// The bad-AMI rollout with two webhooks: one that fails its first two requests (a chat
+/// service having a bad moment), and one that never answers. Every execution, the
+/// breaker's trip and the operator's resume reach the first, in order, despite both; the
+/// run is not held up by the one that hangs.
+#[test]
+fn the_breakers_trip_and_every_execution_reach_a_webhook_that_fails_at_first() {
+    let hook = webhook::Webhook::start(2);
+    let hole = webhook::Webhook::black_hole();
+    let events = simulate_with(
+        &bad_ami_rollout("3/5"),
+        "30m",
+        &["--notify", &hook.url, "--notify", &hole],
+    );
+    let expected: Vec<(String, String)> = events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e["kind"].as_str(),
+                Some(
+                    "DisruptionExecuted"
+                        | "DisruptionFailed"
+                        | "DisruptionPaused"
+                        | "DisruptionResumed"
+                )
+            )
+        })
+        .map(|e| (e["kind"].as_str().unwrap().to_string(), e["t"].to_string()))
+        .collect();
+    let got = hook.bodies();
+    assert_eq!(hook.requests(), got.len() + 2, "two failures, retried");
+    let kinds: Vec<(String, String)> = got
+        .iter()
+        .map(|d| {
+            // The document's time is the simulated clock's.
+            assert!(d["at"].as_str().is_some_and(|a| a.ends_with('Z')), "{d}");
+            (d["kind"].as_str().unwrap().to_string(), String::new())
+        })
+        .collect();
+    assert_eq!(
+        kinds.iter().map(|k| &k.0).collect::<Vec<_>>(),
+        expected.iter().map(|k| &k.0).collect::<Vec<_>>(),
+        "{got:#?}"
+    );
+    let trip = got
+        .iter()
+        .find(|d| d["kind"] == "DisruptionPaused")
+        .expect("the trip");
+    let text = trip["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("karpenter-tui: circuit breaker tripped, nodepool/web paused until an operator resumes it: 3 of the last"),
+        "{text}"
+    );
+    assert_eq!(trip["event"]["actor"], "circuit-breaker");
+    let executed = got
+        .iter()
+        .find(|d| d["kind"] == "DisruptionExecuted")
+        .unwrap();
+    assert!(
+        executed["text"]
+            .as_str()
+            .unwrap()
+            .contains("runs: drift (Drifted) of "),
+        "{executed}"
+    );
 }

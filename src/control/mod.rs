@@ -11,6 +11,7 @@ pub mod endpoints;
 pub mod events;
 pub mod journal;
 pub mod metrics;
+pub mod notify;
 pub mod orchestration;
 pub mod requests;
 pub mod upstream_events;

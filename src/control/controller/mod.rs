@@ -143,6 +143,8 @@ pub struct Controller<C: Cluster, P: CloudProvider> {
 
     recent: VecDeque<Event>,
     fresh: Vec<Event>,
+    /// Where events an operator must hear about are posted (`--notify`).
+    notifier: Option<crate::control::notify::Notifier>,
     snapshot_tx: watch::Sender<Arc<Snapshot>>,
     /// Counts every change to the state and every event: what a snapshot would show.
     changes: u64,
@@ -238,6 +240,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             recovered: false,
             recent: VecDeque::new(),
             fresh: Vec::new(),
+            notifier: None,
             snapshot_tx,
             changes: 0,
             published: u64::MAX,
@@ -306,11 +309,24 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         self.clock.now()
     }
 
+    /// Posts the events an operator must hear about to webhooks from now on.
+    pub fn set_notifier(&mut self, notifier: crate::control::notify::Notifier) {
+        self.notifier = Some(notifier);
+    }
+
+    /// The notifier, for the caller to flush at shutdown.
+    pub fn take_notifier(&mut self) -> Option<crate::control::notify::Notifier> {
+        self.notifier.take()
+    }
+
     fn emit(&mut self, kind: EventKind) {
         self.notice_for_event(&kind);
         self.measure_event(&kind);
         let t = (self.now() - self.start).num_milliseconds() as f64 / 1000.0;
         let e = Event { t, kind };
+        if let Some(n) = &self.notifier {
+            n.offer(&e, self.now());
+        }
         self.changes += 1;
         self.recent.push_back(e.clone());
         if self.recent.len() > RECENT_EVENTS {
