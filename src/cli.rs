@@ -239,6 +239,17 @@ pub struct FeatureArgs {
         value_name = "Strict|BestEffort"
     )]
     pub min_values_policy: String,
+    /// Split consolidation (not an upstream setting): a node no single cheaper node can
+    /// replace may be replaced by several (at most 4) cheaper ones when they save at
+    /// least PERCENT of its price. Off unless given; the flag alone asks 20%.
+    #[arg(
+        long,
+        env = "KARPENTER_TUI_SPLIT_CONSOLIDATION",
+        value_name = "PERCENT",
+        num_args = 0..=1,
+        default_missing_value = "20"
+    )]
+    pub split_consolidation: Option<f64>,
 }
 
 impl FeatureArgs {
@@ -253,6 +264,12 @@ impl FeatureArgs {
                 }
             },
         )?;
+        let mut f = f;
+        f.split_percent = self
+            .split_consolidation
+            .map(karpenter_tui::engine::features::split_percent)
+            .transpose()
+            .map_err(|e| format!("--split-consolidation: {e}"))?;
         Ok(f)
     }
 }

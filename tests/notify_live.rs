@@ -54,25 +54,8 @@ fn an_approval_its_execution_and_a_pause_reach_a_webhook_while_another_hangs() {
     );
     peer.kubectl(
         &["create", "-f", "-"],
-        &format!(
-            r#"{}---
-apiVersion: v1
-kind: Pod
-metadata: {{name: app-0, namespace: default, labels: {{app: app}}}}
-spec:
-  nodeName: ip-10-0-0-1.kwok.internal
-  containers:
-  - name: main
-    image: nginx
-    resources: {{requests: {{cpu: "1", memory: 1Gi}}}}
-status:
-  phase: Running
-  conditions:
-  - {{type: PodScheduled, status: "True"}}
-  - {{type: Ready, status: "True"}}
-"#,
-            objects::empty_node("default-aaaaa", "ip-10-0-0-1.kwok.internal")
-        ),
+        // Empty, in a consolidateAfter: Never pool: drift, not emptiness, decides it.
+        &objects::empty_node("default-aaaaa", "ip-10-0-0-1.kwok.internal"),
     );
     let hook = Webhook::start(1);
     let hole = Webhook::black_hole();

@@ -498,3 +498,90 @@ fn the_breakers_trip_and_every_execution_reach_a_webhook_that_fails_at_first() {
         "{executed}"
     );
 }
+
+/// Three 1.5-cpu pods share an m5.2xlarge ($0.384/h; an m5.large, $0.096/h, holds one).
+/// At 1m one goes: the other two fit no cheaper single node, but two m5.large ($0.192/h)
+/// save half.
+fn split_candidate(percent: Option<&str>) -> String {
+    let split = percent
+        .map(|p| format!("  splitConsolidation: {p}\n"))
+        .unwrap_or_default();
+    format!(
+        r#"apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: default
+spec:
+  template:
+    spec:
+      nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}
+      requirements: [{{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}}]
+  disruption:
+    consolidationPolicy: WhenEmptyOrUnderutilized
+    consolidateAfter: 30s
+{NODECLASS}---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: web}}
+spec:
+  replicas: 3
+  selector: {{matchLabels: {{app: web}}}}
+  template:
+    metadata: {{labels: {{app: web}}}}
+    spec:
+      containers: [{{name: web, image: web, resources: {{requests: {{cpu: 1500m, memory: 1Gi}}}}}}]
+---
+apiVersion: karpenter-tui.dev/v1alpha1
+kind: Scenario
+metadata: {{name: split}}
+spec:
+{split}  cloud: {{instanceTypes: [m5.large, m5.2xlarge]}}
+  timeline:
+    - at: 1m
+      scale: {{deployment: web, replicas: 2}}
+"#
+    )
+}
+
+#[test]
+fn a_node_no_single_cheaper_node_can_replace_is_split_behind_the_flag_when_it_saves_enough() {
+    let splits = |events: &[Value]| -> Vec<Value> {
+        events
+            .iter()
+            .filter(|e| e["kind"] == "DisruptionProposed" && e["method"] == "split consolidation")
+            .cloned()
+            .collect()
+    };
+    // Upstream's consolidation (no flag): nothing cheaper on one node, so nothing.
+    let off = simulate(&split_candidate(None), "10m");
+    assert!(splits(&off).is_empty());
+    assert!(
+        !off.iter()
+            .any(|e| e["kind"] == "DisruptionExecuted" && e["reason"] == "Underutilized"),
+        "upstream consolidates nothing here"
+    );
+
+    // Asking 20%: two m5.large replace the m5.2xlarge, saving $0.192/h (50%).
+    let on = simulate(&split_candidate(Some("20")), "10m");
+    let proposed = splits(&on);
+    assert_eq!(proposed.len(), 1, "{proposed:#?}");
+    let replacements = proposed[0]["replacement"].as_array().unwrap();
+    assert_eq!(replacements.len(), 2, "{proposed:#?}");
+    assert!((proposed[0]["savings"].as_f64().unwrap() - 0.192).abs() < 1e-6);
+    assert!(
+        on.iter()
+            .any(|e| e["kind"] == "DisruptionCompleted" && e["id"] == proposed[0]["id"]),
+        "the split runs to the end"
+    );
+
+    // Asking 60%: the node says why not.
+    let strict = simulate(&split_candidate(Some("60")), "10m");
+    assert!(splits(&strict).is_empty());
+    assert!(
+        !blocked_saying(
+            &strict,
+            "a split onto 2 nodes saves $0.1920/h (50.0% of $0.3840/h), under the 60.0% split consolidation asks"
+        )
+        .is_empty()
+    );
+}

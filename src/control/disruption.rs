@@ -44,6 +44,8 @@ pub struct DisruptionController {
     pub spot_to_spot: bool,
     /// Repair unhealthy nodes (feature gate `NodeRepair`).
     pub node_repair: bool,
+    /// Split consolidation's share, in percent (`None`: off).
+    pub split_percent: Option<f64>,
     /// Evaluate and explain every node each pass (a console is watching); otherwise
     /// passes stop at the first command, as upstream's do.
     pub explain: bool,
@@ -124,6 +126,7 @@ impl DisruptionController {
             orchestrator: Orchestrator::new(),
             spot_to_spot: false,
             node_repair: false,
+            split_percent: None,
             explain: true,
             unsynced: None,
             scaling_up: None,
@@ -144,6 +147,7 @@ impl DisruptionController {
         Options {
             spot_to_spot: self.spot_to_spot,
             repair: self.node_repair,
+            split_percent: self.split_percent,
             held: Default::default(),
             reserved: self.reserved(),
             unsynced: self.unsynced.clone(),

@@ -7,12 +7,16 @@
 use crate::engine::scheduling::MinValuesPolicy;
 
 /// The behaviour the settings switch on.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Features {
     /// `SpotToSpotConsolidation`: a spot node may be replaced by a cheaper spot node.
     pub spot_to_spot: bool,
     /// `NodeRepair`: nodes unhealthy past their toleration are repaired (`engine::repair`).
     pub node_repair: bool,
+    /// Split consolidation (ours, not an upstream setting): the least share of a node's
+    /// price, in percent, a replacement by several cheaper nodes must save; `None` is
+    /// off.
+    pub split_percent: Option<f64>,
     pub min_values_policy: MinValuesPolicy,
 }
 
@@ -65,6 +69,17 @@ impl Features {
             }
         };
         Ok(f)
+    }
+}
+
+/// Checks a split consolidation share: a percentage above 0, at most 100.
+pub fn split_percent(percent: f64) -> Result<f64, String> {
+    if percent.is_finite() && percent > 0.0 && percent <= 100.0 {
+        Ok(percent)
+    } else {
+        Err(format!(
+            "{percent}: expected the share of a node's price a split must save, in percent (above 0, at most 100; e.g. 20)"
+        ))
     }
 }
 

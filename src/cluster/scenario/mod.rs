@@ -706,6 +706,13 @@ fn build(
         errors.at(spec_doc, field, why);
         Default::default()
     });
+    let mut features = features;
+    if let Some(p) = spec.split_consolidation {
+        match crate::engine::features::split_percent(p) {
+            Ok(p) => features.split_percent = Some(p),
+            Err(why) => errors.at(spec_doc, "spec.splitConsolidation", why),
+        }
+    }
 
     Scenario {
         name,

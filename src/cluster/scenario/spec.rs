@@ -31,6 +31,9 @@ pub struct ScenarioSpec {
     pub feature_gates: Option<String>,
     /// Upstream's `MIN_VALUES_POLICY`: `Strict` (the default) or `BestEffort`.
     pub min_values_policy: Option<String>,
+    /// Split consolidation's share, in percent, as `--split-consolidation` takes it (not
+    /// an upstream setting; off when absent).
+    pub split_consolidation: Option<f64>,
     /// Replica schedules by Deployment name.
     #[serde(default)]
     pub replicas: BTreeMap<String, ReplicaSpec>,

@@ -208,6 +208,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         let mut disruption = DisruptionController::new(settings.policy, settings.journal);
         disruption.spot_to_spot = settings.features.spot_to_spot;
         disruption.node_repair = settings.features.node_repair;
+        disruption.split_percent = settings.features.split_percent;
         // Every change to the state goes through `ingest`, which reports the nodes it
         // touches: the planner fingerprints only those.
         disruption.track_changes();

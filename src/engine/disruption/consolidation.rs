@@ -157,7 +157,7 @@ pub fn evaluate(
 /// must also be cheaper than the cheapest such candidate (upstream
 /// `filterOutSameInstanceType`): replacing [2xlarge, 2xlarge, large] with an xlarge is
 /// worse than deleting the two 2xlarges and keeping the large.
-fn priced_options(
+pub(super) fn priced_options(
     claim: &NewNodeClaim,
     requirements: &crate::engine::requirements::Requirements,
     candidates: &[&Candidate],

@@ -25,6 +25,7 @@ pub mod min_savings;
 pub mod outcome;
 pub mod repair;
 mod sim_input;
+pub mod split;
 mod topology_counts;
 pub mod validation;
 
@@ -57,6 +58,9 @@ pub struct Options {
     /// Repair nodes unhealthy past their toleration (upstream feature gate `NodeRepair`,
     /// default off), as `Unhealthy` decisions (`engine::repair`).
     pub repair: bool,
+    /// Split consolidation (`split`; ours, off by default): the least share of a node's
+    /// price, in percent, a replacement by several cheaper nodes must save.
+    pub split_percent: Option<f64>,
     /// NodeClaims the approval gate or the orchestrator holds (pending decision, rejected
     /// by an operator, in flight), with the words to show.
     pub held: FastMap<String, String>,
@@ -406,16 +410,24 @@ fn plan_with<'p>(
             pass.outcomes.insert(key(c), Outcome::Blocked(b.clone()));
             continue;
         }
+        // A drifted node emptiness cannot take (consolidateAfter has not passed, or is
+        // Never; no Empty budget) is drift's to decide: upstream's methods each filter
+        // every candidate, and drift deletes an empty drifted node whatever
+        // consolidateAfter says.
         if let Err(b) = &c.consolidatable {
-            pass.outcomes.insert(key(c), Outcome::Blocked(b.clone()));
+            if c.drift.is_none() {
+                pass.outcomes.insert(key(c), Outcome::Blocked(b.clone()));
+            }
             continue;
         }
         *pass.eligible.entry(Reason::Empty).or_default() += 1;
         if !empty_allow.has(&node(c).nodepool) {
-            pass.outcomes.insert(
-                key(c),
-                Outcome::Blocked(empty_allow.block(&node(c).nodepool)),
-            );
+            if c.drift.is_none() {
+                pass.outcomes.insert(
+                    key(c),
+                    Outcome::Blocked(empty_allow.block(&node(c).nodepool)),
+                );
+            }
             continue;
         }
         empty_allow.take(&node(c).nodepool);
@@ -678,6 +690,8 @@ fn plan_with<'p>(
     };
     pass.single_node_evaluated = single.len();
     pass.single_node_candidates = pass.single_node_candidates.max(single.len());
+    // Candidates no single node could replace, in rank order, for split consolidation.
+    let mut unsplit: Vec<&Candidate> = Vec::new();
     for c in single {
         if options.fast && pass.command.is_some() {
             break;
@@ -758,8 +772,75 @@ fn plan_with<'p>(
                 }
             }
             Err(b) => {
+                if options.split_percent.is_some() && split::applies(&b) {
+                    unsplit.push(c);
+                }
                 pass.outcomes.insert(name, Outcome::Blocked(b));
             }
+        }
+    }
+
+    // 5. Split consolidation (ours, behind a flag): a node single-node consolidation
+    // could not replace with one cheaper node, replaced by several.
+    if let Some(percent) = options.split_percent {
+        for c in unsplit {
+            if options.fast && pass.command.is_some() {
+                break;
+            }
+            let name = key(c);
+            let movers = prepared.movers();
+            let verdict = split::evaluate(prepared.simulator(slot), state, c, &movers, percent)
+                .and_then(|p| {
+                    min_savings.check(state, &[c], p.savings)?;
+                    balanced::approve(state, &[c], p.savings, &balanced_totals).map(|s| (p, s))
+                });
+            let (plan, scores) = match verdict {
+                Ok(v) => v,
+                // Single-node consolidation's words stand unless the split got as far
+                // as a price.
+                Err(b) if split::applies(&b) => continue,
+                Err(b) => {
+                    pass.outcomes.insert(name, Outcome::Blocked(b));
+                    continue;
+                }
+            };
+            *pass.eligible.entry(Reason::Underutilized).or_default() += 1;
+            if pass.command.is_some() {
+                pass.outcomes.insert(
+                    name,
+                    Outcome::Eligible {
+                        method: Method::SplitConsolidation,
+                        detail: format!(
+                            "onto {} nodes, saves ${:.4}/h",
+                            plan.replacements.len(),
+                            plan.savings
+                        ),
+                    },
+                );
+                continue;
+            }
+            let cmd = command(
+                state,
+                Method::SplitConsolidation,
+                Reason::Underutilized,
+                &[c],
+                plan.replacements,
+            );
+            pass.balanced_approvals
+                .extend(scores.into_iter().map(|(pool, score)| BalancedApproval {
+                    nodepool: pool,
+                    nodeclaim: Some(name.clone()),
+                    score,
+                }));
+            pass.outcomes.insert(
+                name,
+                Outcome::Chosen {
+                    method: Method::SplitConsolidation,
+                    savings: cmd.savings_per_hour,
+                    delete_only: false,
+                },
+            );
+            pass.command = Some(cmd);
         }
     }
 

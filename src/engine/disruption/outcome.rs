@@ -77,6 +77,8 @@ pub enum Method {
     Drift,
     MultiNodeConsolidation,
     SingleNodeConsolidation,
+    /// One node replaced by several cheaper ones (`split`; ours, behind a flag).
+    SplitConsolidation,
 }
 
 impl Method {
@@ -89,6 +91,7 @@ impl Method {
             Method::Drift => "drift",
             Method::MultiNodeConsolidation => "multi-node consolidation",
             Method::SingleNodeConsolidation => "single-node consolidation",
+            Method::SplitConsolidation => "split consolidation",
         }
     }
 
@@ -101,6 +104,7 @@ impl Method {
             Method::Drift,
             Method::MultiNodeConsolidation,
             Method::SingleNodeConsolidation,
+            Method::SplitConsolidation,
         ]
         .into_iter()
         .find(|m| m.metric_label() == label)
@@ -115,6 +119,7 @@ impl Method {
             Method::Drift => "drift",
             Method::MultiNodeConsolidation => "multi",
             Method::SingleNodeConsolidation => "single",
+            Method::SplitConsolidation => "split",
         }
     }
 }
@@ -227,6 +232,14 @@ pub enum Block {
         nodepool: String,
         why: String,
     },
+    /// Split consolidation found new nodes, but together they save less than the share it
+    /// asks of the candidate's price.
+    SplitSavesTooLittle {
+        count: usize,
+        savings: f64,
+        price: f64,
+        percent: f64,
+    },
     /// An unhealthy node is not repaired: `karpenter-tui.dev/do-not-repair` on it or on
     /// its pool (`on` says which).
     RepairVetoed {
@@ -257,6 +270,7 @@ impl Block {
             | Block::StaticNodePool { .. }
             | Block::BelowMinimumSavings { .. }
             | Block::InvalidPoolSetting { .. }
+            | Block::SplitSavesTooLittle { .. }
             | Block::ConsolidationDisabled => "Unconsolidatable",
             // Upstream's node health controller's reason.
             Block::RepairVetoed { .. } | Block::RepairCapped { .. } => "NodeRepairBlocked",
@@ -405,6 +419,16 @@ impl fmt::Display for Block {
             Block::InvalidPoolSetting { nodepool, why } => {
                 write!(f, "NodePool {nodepool}: {why}")
             }
+            Block::SplitSavesTooLittle {
+                count,
+                savings,
+                price,
+                percent,
+            } => write!(
+                f,
+                "no cheaper single node; a split onto {count} nodes saves ${savings:.4}/h ({:.1}% of ${price:.4}/h), under the {percent:.1}% split consolidation asks",
+                if *price > 0.0 { savings / price * 100.0 } else { 0.0 }
+            ),
             Block::RepairVetoed { on } => write!(
                 f,
                 "unhealthy, but repair is vetoed by karpenter-tui.dev/do-not-repair on {on}"

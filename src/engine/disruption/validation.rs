@@ -153,6 +153,28 @@ pub fn revalidate_in<'p>(
             }
             Ok(())
         }
+        Method::SplitConsolidation => {
+            let percent = options
+                .split_percent
+                .ok_or("split consolidation is off now")?;
+            let movers = prepared.movers();
+            let split = super::split::evaluate(
+                prepared.simulator(slot),
+                state,
+                &cands[0],
+                &movers,
+                percent,
+            )
+            .map_err(|b| format!("a fresh simulation disagrees: {b}"))?;
+            let old: f64 = cmd.replacements.iter().map(|r| r.price()).sum();
+            let new: f64 = split.replacements.iter().map(|r| r.price()).sum();
+            if new > old + 1e-9 {
+                return Err(format!(
+                    "the cheapest split now costs ${new:.4}/h, not ${old:.4}/h"
+                ));
+            }
+            Ok(())
+        }
         Method::MultiNodeConsolidation | Method::SingleNodeConsolidation => {
             let refs: Vec<&Candidate> = cands.iter().collect();
             let movers = prepared.movers();

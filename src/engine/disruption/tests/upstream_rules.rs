@@ -207,3 +207,46 @@ fn a_reserved_node_is_never_consolidated_into_on_demand() {
     let cmd = pass.command.as_ref().expect("a replacement");
     assert!(!cmd.is_delete(), "{cmd:?}");
 }
+
+/// Seen in the notifications kube-peer test: an empty node of a `consolidateAfter:
+/// Never` pool that drifted stayed forever, because emptiness claimed it ("consolidateAfter
+/// is Never") before drift could look. Upstream's drift deletes it.
+#[test]
+fn an_empty_drifted_node_is_drifts_to_delete_whatever_consolidate_after_or_the_empty_budget_say() {
+    use crate::api::nodepool::{Budget, DisruptionReason};
+    for (consolidate_after, empty_budget) in
+        [(Some("Never"), None), (Some("1h"), None), (None, Some("0"))]
+    {
+        let mut f = fixture(noon());
+        let mut p = pool("default", vec![budget("100%")], &[]);
+        if let Some(after) = consolidate_after {
+            p.spec.disruption.consolidate_after = Some(GoDuration::parse(after).unwrap());
+        }
+        if let Some(n) = empty_budget {
+            p.spec.disruption.budgets.push(Budget {
+                reasons: vec![DisruptionReason::Empty],
+                ..budget(n)
+            });
+        }
+        f.pool(p.clone());
+        f.node("n", "default", "m", OnDemand, TimeDelta::minutes(5));
+        p.spec
+            .template
+            .metadata
+            .labels
+            .insert("team".into(), "a".into());
+        f.state.nodepools.insert("default".into(), p);
+        let pass = run(&f);
+        let cmd = pass.command.as_ref().unwrap_or_else(|| {
+            panic!(
+                "{consolidate_after:?}/{empty_budget:?}: {:?}",
+                pass.outcomes
+            )
+        });
+        assert_eq!(cmd.method, Method::Drift);
+        assert!(
+            cmd.replacements.is_empty(),
+            "an empty node goes without one"
+        );
+    }
+}
