@@ -43,6 +43,24 @@ pub struct Candidate {
 }
 
 impl Candidate {
+    /// Node `node` (its pods `pods`, indices into the state's) as a candidate that no
+    /// pod, timer or policy holds: expiration and repair act on it whatever those say.
+    pub fn forced(state: &ClusterState, node: usize, pods: &[usize]) -> Candidate {
+        Candidate {
+            node,
+            pods: pods
+                .iter()
+                .copied()
+                .filter(|&p| is_reschedulable(&state.pods[p]))
+                .collect(),
+            cost: 0.0,
+            eviction: 0.0,
+            consolidatable: Ok(()),
+            pod_block: None,
+            drift: None,
+        }
+    }
+
     /// No pod would need a new home.
     pub fn is_empty(&self) -> bool {
         self.pods.is_empty()

@@ -290,19 +290,7 @@ fn plan_with<'p>(
             && now >= at
             && !node.going_away()
         {
-            let c = Candidate {
-                node: i,
-                pods: pods_by_node[i]
-                    .iter()
-                    .copied()
-                    .filter(|&p| crate::engine::state::is_reschedulable(&state.pods[p]))
-                    .collect(),
-                cost: 0.0,
-                eviction: 0.0,
-                consolidatable: Ok(()),
-                pod_block: None,
-                drift: None,
-            };
+            let c = Candidate::forced(state, i, &pods_by_node[i]);
             pass.expirations.push(command(
                 state,
                 Method::Expiration,
@@ -920,19 +908,7 @@ fn repair_step<'p>(
         }
         // Pod-level blocks do not hold a repair: the pods of a broken node are not
         // serving (upstream's repair forces the drain).
-        let c = Candidate {
-            node: i,
-            pods: pods_by_node[i]
-                .iter()
-                .copied()
-                .filter(|&p| crate::engine::state::is_reschedulable(&state.pods[p]))
-                .collect(),
-            cost: 0.0,
-            eviction: 0.0,
-            consolidatable: Ok(()),
-            pod_block: None,
-            drift: None,
-        };
+        let c = Candidate::forced(state, i, &pods_by_node[i]);
         let movers = prepared.movers();
         let replacements = match drift::replacements(prepared.simulator(slot), state, &c, &movers) {
             Ok(r) => r,
