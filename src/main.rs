@@ -57,10 +57,16 @@ fn main() -> ExitCode {
                 cli.scenario.as_deref(),
                 cli.speed,
                 cli.approve.rules(),
+                &cli.notify,
                 &console_opts,
                 pane,
             ),
-            None => run_demo(cli.scenario.as_deref(), cli.speed, cli.approve.rules()),
+            None => run_demo(
+                cli.scenario.as_deref(),
+                cli.speed,
+                cli.approve.rules(),
+                &cli.notify,
+            ),
         },
         Some(Command::Screenshot {
             view,
@@ -581,15 +587,8 @@ fn run_simulate(
         Ok(rt) => rt,
         Err(code) => return code,
     };
-    if !notify.is_empty() {
-        let _entered = rt.enter();
-        match karpenter_tui::control::notify::Notifier::start(notify) {
-            Ok(n) => sim.controller.set_notifier(n),
-            Err(e) => {
-                eprintln!("{e}");
-                return ExitCode::FAILURE;
-            }
-        }
+    if let Err(code) = notify_from(&mut sim, &rt, notify) {
+        return code;
     }
     let out = std::io::stdout().lock();
     let mut out = std::io::BufWriter::with_capacity(1 << 16, out);
@@ -616,9 +615,7 @@ fn run_simulate(
         st.provisioning_seconds
     );
     let _ = out.flush();
-    if let Some(n) = sim.controller.take_notifier() {
-        rt.block_on(n.close(NOTIFY_PATIENCE));
-    }
+    flush_notifications(&mut sim, &rt);
     let failures = sim.journal_failures();
     for f in &failures {
         eprintln!("simulate: {f}");
@@ -708,17 +705,49 @@ fn live_world(
     path: Option<&Path>,
     speed: f64,
     approval: Option<Vec<String>>,
+    notify: &[String],
 ) -> Result<(Scenario, Simulation, tokio::runtime::Runtime), ExitCode> {
     let scenario = load_scenario(path)?;
     let options = simulation::Options {
         approval,
         ..Default::default()
     };
-    let sim = Simulation::new(&scenario, &options, Pace::RealTime { speed }).map_err(|e| {
+    let mut sim = Simulation::new(&scenario, &options, Pace::RealTime { speed }).map_err(|e| {
         eprintln!("karpenter-tui: {e}");
         ExitCode::FAILURE
     })?;
-    Ok((scenario, sim, runtime()?))
+    let rt = runtime()?;
+    notify_from(&mut sim, &rt, notify)?;
+    Ok((scenario, sim, rt))
+}
+
+/// Posts the simulation's notifications to the `--notify` webhooks, if any.
+fn notify_from(
+    sim: &mut Simulation,
+    rt: &tokio::runtime::Runtime,
+    urls: &[String],
+) -> Result<(), ExitCode> {
+    if urls.is_empty() {
+        return Ok(());
+    }
+    let _entered = rt.enter();
+    match karpenter_tui::control::notify::Notifier::start(urls) {
+        Ok(n) => {
+            sim.controller.set_notifier(n);
+            Ok(())
+        }
+        Err(e) => {
+            eprintln!("karpenter-tui: {e}");
+            Err(ExitCode::FAILURE)
+        }
+    }
+}
+
+/// Gives the notifications still queued [`NOTIFY_PATIENCE`] to go out.
+fn flush_notifications(sim: &mut Simulation, rt: &tokio::runtime::Runtime) {
+    if let Some(n) = sim.controller.take_notifier() {
+        rt.block_on(n.close(NOTIFY_PATIENCE));
+    }
 }
 
 /// The default run on a terminal: the console over the embedded cluster in real time
@@ -727,18 +756,20 @@ fn run_console(
     path: Option<&Path>,
     speed: f64,
     approval: Option<Vec<String>>,
+    notify: &[String],
     opts: &launch::Options,
     pane: LogPane,
 ) -> ExitCode {
-    let (scenario, sim, rt) = match live_world(path, speed, approval) {
+    let (scenario, sim, rt) = match live_world(path, speed, approval, notify) {
         Ok(w) => w,
         Err(code) => return code,
     };
     let label = format!("embedded simulation: {} at {speed}x", scenario.name);
     match rt.block_on(run_embedded(sim, label, opts, pane)) {
         Ok((sim, stats)) => {
-            if let Some(sim) = sim {
+            if let Some(mut sim) = sim {
                 println!("{}", sim.summary().kind);
+                flush_notifications(&mut sim, &rt);
             }
             println!(
                 "karpenter-tui: {} frames for {} snapshots and {} keys",
@@ -829,8 +860,13 @@ fn run_screenshot(
 
 /// The default run when standard output is not a terminal (piped, logged): the embedded
 /// cluster in real time, every event as a line, until Ctrl-C.
-fn run_demo(path: Option<&Path>, speed: f64, approval: Option<Vec<String>>) -> ExitCode {
-    let (scenario, mut sim, rt) = match live_world(path, speed, approval) {
+fn run_demo(
+    path: Option<&Path>,
+    speed: f64,
+    approval: Option<Vec<String>>,
+    notify: &[String],
+) -> ExitCode {
+    let (scenario, mut sim, rt) = match live_world(path, speed, approval, notify) {
         Ok(w) => w,
         Err(code) => return code,
     };
@@ -855,5 +891,6 @@ fn run_demo(path: Option<&Path>, speed: f64, approval: Option<Vec<String>>) -> E
         }
     });
     print_stdout(&format!("{}\n", sim.summary().kind));
+    flush_notifications(&mut sim, &rt);
     ExitCode::SUCCESS
 }

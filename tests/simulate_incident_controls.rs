@@ -585,3 +585,47 @@ fn a_node_no_single_cheaper_node_can_replace_is_split_behind_the_flag_when_it_sa
         .is_empty()
     );
 }
+
+/// The embedded cluster (no subcommand; event lines when not on a terminal) posts its
+/// notifications too.
+#[test]
+fn the_embedded_cluster_notifies_as_the_controller_does() {
+    let hook = webhook::Webhook::start(0);
+    let mut child = Command::new(BIN)
+        .args([
+            "--scenario",
+            "examples/bad-ami-rollout.yaml",
+            "--speed",
+            "100",
+        ])
+        .args(["--approve", "auto", "--notify", &hook.url])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the binary runs");
+    let start = std::time::Instant::now();
+    let executed = loop {
+        if let Some(d) = hook
+            .bodies()
+            .into_iter()
+            .find(|d| d["kind"] == "DisruptionExecuted")
+        {
+            break Some(d);
+        }
+        if start.elapsed() > std::time::Duration::from_secs(60) {
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    let executed = executed.expect("a drift execution notified within 60 s");
+    assert!(
+        executed["text"]
+            .as_str()
+            .unwrap()
+            .contains("runs: drift (Drifted)"),
+        "{executed}"
+    );
+}
