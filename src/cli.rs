@@ -132,6 +132,31 @@ pub enum Command {
         #[arg(long, value_name = "PATH")]
         journal: Option<PathBuf>,
     },
+    /// What if a NodePool were different? Plays SCENARIO to --at, then plays the next
+    /// hours twice from there, as they are and with the edit, and prints cost and churn
+    /// side by side (the console's `:whatif`, headless).
+    ///
+    /// Both runs restart the controller at the fork and approve every decision. The
+    /// scenario can be one `export` wrote from a live cluster.
+    #[command(name = "whatif")]
+    WhatIf {
+        /// Scenario file (see docs/scenarios.md).
+        scenario: PathBuf,
+        /// The question: [DURATION] NODEPOOL FIELD=VALUE... (fields under spec, e.g.
+        /// disruption.consolidateAfter=10m), or [DURATION] NODEPOOL followed by a JSON
+        /// merge patch of the NodePool. DURATION is how far ahead (default 6h).
+        #[arg(required = true, num_args = 1.., allow_hyphen_values = true, value_name = "QUESTION")]
+        question: Vec<String>,
+        /// Simulated time since the scenario's start at which both runs fork.
+        #[arg(long, default_value = "0s", value_name = "DURATION")]
+        at: String,
+        /// Seed of every random choice; the scenario's when not given.
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Print the comparison as one JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
     /// Render one console view of the built-in demo (or of --scenario FILE), stopped at
     /// a fixed simulated time, to SVG or PNG (by the file's extension).
     Screenshot {
@@ -149,6 +174,10 @@ pub enum Command {
         /// Output file: .svg or .png.
         #[arg(long, value_name = "FILE")]
         out: PathBuf,
+        /// Ask `:whatif QUESTION` at that moment and show its answer over the view
+        /// (e.g. "4h web disruption.consolidationPolicy=WhenEmptyOrUnderutilized").
+        #[arg(long, value_name = "QUESTION")]
+        whatif: Option<String>,
     },
     /// Run the autoscaler against a real cluster, with the console: the same controller
     /// as the demo, acting through the Kubernetes API (NodeClaims, taints, evictions).

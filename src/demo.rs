@@ -12,9 +12,11 @@ use tokio::sync::watch;
 
 use crate::cluster::scenario;
 use crate::control::controller::Snapshot;
+use crate::control::whatif::Query;
 use crate::simulation::{Options, Pace, Simulation};
 use crate::tui::launch;
 use crate::tui::views::View;
+use crate::whatif::Forks;
 
 /// The moment of the demo that screenshots and view tests show: decisions wait for
 /// approval, a budget window blocks a pool, drift has been detected.
@@ -66,7 +68,8 @@ pub async fn simulation_of(
 }
 
 /// Renders one view of `scenario` (the demo when `None`) at `at` (the view's demo moment
-/// by default) to `out`.
+/// by default) to `out`, with the answer to a `:whatif` question over it when one is
+/// asked.
 pub async fn screenshot(
     scenario: Option<&scenario::Scenario>,
     view: &str,
@@ -74,19 +77,31 @@ pub async fn screenshot(
     size: &str,
     at: Option<Duration>,
     out: &Path,
+    whatif: Option<&str>,
 ) -> Result<(), String> {
     let view = launch::screenshot_view(view)?;
     let size = launch::parse_size(size)?;
+    let query = whatif
+        .map(|q| Query::parse(q).map_err(|e| format!("--whatif: {e}")))
+        .transpose()?;
     let at = at.unwrap_or_else(|| moment(view));
-    let (snapshot, name) = match scenario {
-        None => (snapshot(at).await?, "demo"),
-        Some(s) => (
-            simulation_of(s, at).await?.1.borrow().clone(),
-            s.name.as_str(),
+    let (sim, snapshots) = match scenario {
+        None => simulation(at).await?,
+        Some(s) => simulation_of(s, at).await?,
+    };
+    let name = scenario.map_or("demo", |s| s.name.as_str());
+    let report = match &query {
+        Some(q) => Some(
+            Forks::prepare(&sim, q)
+                .map_err(|e| format!("--whatif: {e}"))?
+                .run()
+                .text(),
         ),
+        None => None,
     };
     let label = format!("embedded simulation: {name}");
-    launch::screenshot(snapshot, &label, view, opts, size, out)
+    let snapshot = snapshots.borrow().clone();
+    launch::screenshot(snapshot, &label, view, opts, size, out, report)
 }
 
 #[cfg(test)]
@@ -135,11 +150,11 @@ mod tests {
     async fn a_bad_screenshot_flag_is_named_before_the_demo_runs() {
         let out = Path::new("never-written.svg");
         let opts = launch::Options::default();
-        let e = screenshot(None, "nodez", &opts, "160x45", None, out)
+        let e = screenshot(None, "nodez", &opts, "160x45", None, out, None)
             .await
             .unwrap_err();
         assert!(e.contains("--view \"nodez\""), "{e}");
-        let e = screenshot(None, "nodes", &opts, "10x5", None, out)
+        let e = screenshot(None, "nodes", &opts, "10x5", None, out, None)
             .await
             .unwrap_err();
         assert!(e.contains("between"), "{e}");

@@ -12,3 +12,4 @@ pub mod fuzzing;
 pub mod live;
 pub mod simulation;
 pub mod tui;
+pub mod whatif;

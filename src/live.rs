@@ -212,6 +212,7 @@ async fn remote_request<P: CloudProvider>(
             Scope::NodePool(p) => remote.resume(&[p], false).await,
             Scope::Reason(r) => Err(format!("no pause of reason {} here", r.as_str())),
         },
+        Request::WhatIf(_) => Err(crate::control::requests::WHATIF_NEEDS_A_SIMULATION.into()),
     }
 }
 

@@ -73,6 +73,7 @@ fn main() -> ExitCode {
             size,
             at,
             out,
+            whatif,
         }) => run_screenshot(
             cli.scenario.as_deref(),
             &view,
@@ -80,6 +81,7 @@ fn main() -> ExitCode {
             &size,
             at.as_deref(),
             &out,
+            whatif.as_deref(),
         ),
         Some(Command::Simulate {
             scenario,
@@ -95,6 +97,23 @@ fn main() -> ExitCode {
                 journal,
             },
             &cli.notify,
+        ),
+        Some(Command::WhatIf {
+            scenario,
+            question,
+            at,
+            seed,
+            json,
+        }) => run_whatif(
+            &scenario,
+            &question.join(" "),
+            &at,
+            simulation::Options {
+                seed,
+                approval: cli.approve.rules(),
+                journal: None,
+            },
+            json,
         ),
         Some(Command::Validate { files }) => run_validate(&files),
         Some(Command::Crds) => {
@@ -627,6 +646,64 @@ fn run_simulate(
     }
 }
 
+/// `whatif`: the scenario to `at`, then the two futures.
+fn run_whatif(
+    path: &Path,
+    question: &str,
+    at: &str,
+    options: simulation::Options,
+    json: bool,
+) -> ExitCode {
+    let query = match karpenter_tui::control::whatif::Query::parse(question) {
+        Ok(q) => q,
+        Err(e) => {
+            eprintln!("whatif: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let scenario = match load_scenario(Some(path)) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let at = match scenario::spec_duration(at).and_then(scenario::check_run_length) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("--at: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut sim = match Simulation::new(&scenario, &options, Pace::Virtual) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(code) => return code,
+    };
+    let fork_at = sim.start() + at;
+    rt.block_on(sim.run_until(fork_at, |_| {}));
+    let forks = match karpenter_tui::whatif::Forks::prepare(&sim, &query) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("whatif: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let comparison = forks.run();
+    if json {
+        print_stdout(&format!(
+            "{}\n",
+            serde_json::to_string(&comparison).unwrap_or_default()
+        ));
+    } else {
+        print_stdout(&format!("{}\n", comparison.text()));
+    }
+    ExitCode::SUCCESS
+}
+
 /// How long a finished run waits for its notifications to be posted.
 const NOTIFY_PATIENCE: std::time::Duration = std::time::Duration::from_secs(10);
 
@@ -816,6 +893,7 @@ fn run_screenshot(
     size: &str,
     at: Option<&str>,
     out: &Path,
+    whatif: Option<&str>,
 ) -> ExitCode {
     let at = match at.map(karpenter_tui::api::duration::GoDuration::parse) {
         None => None,
@@ -846,6 +924,7 @@ fn run_screenshot(
         size,
         at,
         out,
+        whatif,
     )) {
         Ok(()) => {
             println!("{}", out.display());

@@ -234,6 +234,50 @@ impl Simulation {
         Ok(())
     }
 
+    /// An independent copy of the world now, for a what-if (`crate::whatif`): the same
+    /// cluster, cloud and remaining timeline on a virtual clock of its own, under a
+    /// restarted controller (as `restart_controller`: nothing it held in memory carries
+    /// over) that approves every decision and journals and notifies nothing.
+    pub fn fork(&self) -> Simulation {
+        let now = self.now();
+        let clock = VirtualClock::new(now);
+        let shared: Arc<dyn Clock> = Arc::new(clock.clone());
+        let (cluster, cloud) = self.controller.parts();
+        let mut cluster = cluster.clone();
+        cluster.resync();
+        let cloud = cloud.fork(cloud_now(&shared));
+        let policy = PolicyTable {
+            rules: vec![Rule::parse("auto").expect("auto is a policy")],
+            ..PolicyTable::default()
+        };
+        let mut controller = Controller::new(
+            cluster,
+            cloud,
+            Arc::clone(&shared),
+            Settings {
+                policy: policy.clone(),
+                features: self.features,
+                journal: None,
+                start: self.start,
+                seed: self.seed.wrapping_add(1),
+            },
+        );
+        controller.set_scenario_end(self.controller.scenario_end());
+        Simulation {
+            controller,
+            clock: Timekeeper::Virtual(clock),
+            shared_clock: shared,
+            start: self.start,
+            timeline: self.timeline.clone(),
+            policy,
+            seed: self.seed,
+            journal: None,
+            features: self.features,
+            unjournaled: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+
     pub fn now(&self) -> DateTime<Utc> {
         match &self.clock {
             Timekeeper::Virtual(c) => c.now(),
@@ -360,6 +404,7 @@ impl Simulation {
                 _ = self.waiter(next) => {}
                 envelope = requests.recv() => match envelope {
                     None => break,
+                    Some((requests::Request::WhatIf(query), reply)) => self.what_if(&query, reply),
                     Some((request, reply)) => {
                         let answer = requests::apply(&mut self.controller, request, &actor).await;
                         let _ = reply.send(answer);
@@ -368,6 +413,31 @@ impl Simulation {
             }
         }
         self
+    }
+
+    /// Answers a what-if: forks the world now and plays both copies on a thread of
+    /// their own, so the live run (and the console) go on meanwhile. The answer is the
+    /// comparison's title and lines, one per line of text.
+    fn what_if(
+        &self,
+        query: &crate::control::whatif::Query,
+        reply: tokio::sync::oneshot::Sender<requests::Reply>,
+    ) {
+        let forks = match crate::whatif::Forks::prepare(self, query) {
+            Ok(f) => f,
+            Err(e) => {
+                let _ = reply.send(Err(format!("what-if: {e}")));
+                return;
+            }
+        };
+        let spawned = std::thread::Builder::new()
+            .name("what-if".into())
+            .spawn(move || {
+                let _ = reply.send(Ok(forks.run().text()));
+            });
+        if let Err(e) = spawned {
+            tracing::warn!("what-if: cannot start its thread: {e}");
+        }
     }
 
     /// The closing figures of a run.

@@ -83,6 +83,22 @@ impl SimCloud {
         }
     }
 
+    /// An independent copy of this cloud (its instances, outages, pending interruption
+    /// notices and random state) that reads `clock`: a what-if's fork of the world runs
+    /// on its own virtual clock.
+    pub fn fork(&self, clock: Now) -> SimCloud {
+        SimCloud {
+            clock,
+            types: self.types.clone(),
+            launch_latency: self.launch_latency,
+            instances: self.instances.clone(),
+            outages: self.outages.clone(),
+            interruptions: self.interruptions.clone(),
+            next_id: self.next_id,
+            rng: self.rng.clone(),
+        }
+    }
+
     /// Starts or ends a capacity outage.
     pub fn set_outage(&mut self, outage: CapacityOutage, on: bool) {
         self.outages.retain(|o| o != &outage);

@@ -15,6 +15,7 @@ pub mod notify;
 pub mod orchestration;
 pub mod requests;
 pub mod upstream_events;
+pub mod whatif;
 
 #[cfg(test)]
 mod tests;

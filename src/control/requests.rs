@@ -8,6 +8,7 @@ use tokio::sync::oneshot;
 use crate::cloud::CloudProvider;
 use crate::cluster::Cluster;
 use crate::control::controller::Controller;
+use crate::control::whatif::Query;
 use crate::engine::approval::Scope;
 
 /// What an operator asks of the controller.
@@ -29,7 +30,15 @@ pub enum Request {
         reason: Option<String>,
     },
     Resume(Scope),
+    /// Play the next hours twice, as they are and with a NodePool edit, and compare
+    /// (`:whatif`). Changes nothing: the answer is a report, not a status line.
+    WhatIf(Query),
 }
+
+/// What a backend that cannot fork its world answers a what-if.
+pub const WHATIF_NEEDS_A_SIMULATION: &str = "what-if plays a copy of the embedded simulation; \
+     for a live cluster, export it (karpenter-tui export > scenario.yaml) and run \
+     karpenter-tui whatif scenario.yaml ...";
 
 impl Request {
     /// A request whose confirmation asks for a reason: reject and pause.
@@ -97,5 +106,6 @@ pub async fn apply<C: Cluster, P: CloudProvider>(
             Ok(false) => Err(format!("{scope} was not paused")),
             Err(e) => Err(format!("resume {scope}: {e}")),
         },
+        Request::WhatIf(_) => Err(WHATIF_NEEDS_A_SIMULATION.into()),
     }
 }

@@ -242,9 +242,13 @@ pub fn screenshot(
     opts: &Options,
     (w, h): (u16, u16),
     out: &Path,
+    report: Option<String>,
 ) -> Result<(), String> {
     let mut app = screenshot_app(snapshot, view, opts)?;
     app.source.label = label.to_string();
+    if let Some(text) = report {
+        app.on_report(Ok(text));
+    }
     let buffer = frame::draw(&mut app, w, h);
     let (fg, bg) = defaults(&app.theme);
     let svg = screenshot::to_svg(&buffer, fg, bg);

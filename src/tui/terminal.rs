@@ -22,7 +22,7 @@ use ratatui::backend::Backend;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::tui::app::{App, Effect};
-use crate::tui::console::{Console, Reply};
+use crate::tui::console::{Console, Reply, Request};
 use crate::tui::screen::{self, panicked};
 use crate::tui::ui;
 
@@ -218,7 +218,7 @@ where
     let mut snapshots = console.snapshots();
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-    let (reply_tx, mut replies) = mpsc::unbounded_channel::<Reply>();
+    let (reply_tx, mut replies) = mpsc::unbounded_channel::<(bool, Reply)>();
     let mut snapshots_open = true;
     let mut failed_open = true;
     let mut last_draw: Option<Instant> = None;
@@ -263,10 +263,11 @@ where
                         match effect {
                             Effect::Quit => return Ok(stats),
                             Effect::Request(r) => {
+                                let report = matches!(r, Request::WhatIf(_));
                                 let answer = console.request(r);
                                 let tx = reply_tx.clone();
                                 tokio::spawn(async move {
-                                    let _ = tx.send(answer.await);
+                                    let _ = tx.send((report, answer.await));
                                 });
                             }
                         }
@@ -304,7 +305,11 @@ where
                 // The backend is gone without failing (it ended, or there is none).
                 Err(_) => failed_open = false,
             },
-            Some(reply) = replies.recv() => app.on_reply(reply),
+            Some((report, reply)) = replies.recv() => if report {
+                app.on_report(reply)
+            } else {
+                app.on_reply(reply)
+            },
             _ = tick.tick() => {
                 app.on_tick(Instant::now());
             }

@@ -14,6 +14,7 @@ use crate::tui::app::{App, Effect, Mode};
 use crate::tui::frame;
 use crate::tui::theme::Theme;
 use crate::tui::views::View;
+use crate::tui::widgets::table::Tone;
 
 mod rows;
 mod views;
@@ -970,4 +971,52 @@ async fn several_problems_at_start_show_the_first_and_count_the_rest() {
         footer.contains("keymap k.toml line 2: keys.apprvoe: no such action (+1 more"),
         "{footer}"
     );
+}
+
+/// `:whatif` asks the backend even read-only (it changes nothing), refuses an unknown
+/// NodePool before asking, and its answer opens as a popup headed by its first line.
+#[tokio::test]
+async fn whatif_asks_even_read_only_and_its_answer_opens_as_a_popup() {
+    use crate::control::whatif::Query;
+    let snap = demo::snapshot(DEMO_AT).await.unwrap();
+    let mut app = frame::app(snap, Theme::default(), false);
+    app.source.read_only = true;
+    assert!(app.run_command("whatif 2h nosuch weight=5").is_empty());
+    assert!(
+        app.status
+            .as_ref()
+            .unwrap()
+            .text
+            .contains("no NodePool \"nosuch\"")
+    );
+    assert!(app.run_command("whatif 2h general").is_empty());
+    assert!(app.status.as_ref().unwrap().error);
+    let effects = app.run_command("whatif 2h general disruption.consolidateAfter=10m");
+    let query = Query::parse("2h general disruption.consolidateAfter=10m").unwrap();
+    assert_eq!(effects, [Effect::Request(Request::WhatIf(query))]);
+    assert!(
+        app.status
+            .as_ref()
+            .unwrap()
+            .text
+            .contains("the next 2h twice")
+    );
+    assert_eq!(app.in_flight, 1);
+    app.on_report(Ok(
+        "what-if: NodePool general, the next 2h\n── the answer\ncost".into(),
+    ));
+    assert_eq!(app.in_flight, 0);
+    let Mode::Details(d) = &app.mode else {
+        panic!("{:?}", app.mode)
+    };
+    assert_eq!(d.title, "what-if: NodePool general, the next 2h");
+    assert_eq!(d.lines[0], (Tone::Accent, "── the answer".to_string()));
+    assert!(screen(&mut app).contains("cost"));
+    app.mode = Mode::Normal;
+    app.send(Request::WhatIf(
+        Query::parse("1h general weight=1").unwrap(),
+    ));
+    app.on_report(Err("what-if plays a copy of the embedded simulation".into()));
+    assert!(matches!(app.mode, Mode::Normal));
+    assert!(app.status.as_ref().unwrap().error);
 }

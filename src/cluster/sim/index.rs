@@ -21,7 +21,7 @@ type Pods = BTreeMap<PodKey, Arc<Pod>>;
 pub(super) type OwnerKey = (String, String, String);
 
 /// Pods by what the stand-ins ask of them.
-#[derive(Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub(super) struct PodIndex {
     /// Pods waiting for the scheduler: not bound, not being deleted, not a DaemonSet's
     /// (the DaemonSet controller places those), not finished.

@@ -88,7 +88,10 @@ struct SimNode {
     timeline: NodeTimeline,
 }
 
-/// The simulated cluster.
+/// The simulated cluster. Cloneable so a what-if can fork the world at an instant
+/// (`crate::whatif`): a clone is an independent cluster with the same objects, timings
+/// and random state.
+#[derive(Clone)]
 pub struct SimCluster {
     pub settings: SimSettings,
     start: DateTime<Utc>,

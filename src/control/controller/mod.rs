@@ -280,6 +280,11 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         (&mut self.cluster, &mut self.cloud)
     }
 
+    /// The cluster and the cloud, read-only (a what-if forks the world from them).
+    pub fn parts(&self) -> (&C, &P) {
+        (&self.cluster, &self.cloud)
+    }
+
     /// Stops the controller, handing back the cluster and the cloud (a restart builds a
     /// new controller from them).
     pub fn into_parts(self) -> (C, P) {

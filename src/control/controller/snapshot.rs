@@ -132,6 +132,11 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         self.scenario_end = end;
     }
 
+    /// When the embedded scenario's timeline ends, as set.
+    pub fn scenario_end(&self) -> Option<DateTime<Utc>> {
+        self.scenario_end
+    }
+
     /// Publishes a snapshot if anyone listens and something changed since the last one,
     /// or the last one's `next_round` has come (a heartbeat: "still here, nothing new"),
     /// or a minute of cluster time has passed (so the graphs move on).

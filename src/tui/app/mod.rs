@@ -396,6 +396,31 @@ impl App {
         }
     }
 
+    /// The answer to a request that reports (a what-if): its text opens in the details
+    /// popup, the first line as the title; a refusal goes to the status line.
+    pub fn on_report(&mut self, reply: Reply) {
+        self.in_flight = self.in_flight.saturating_sub(1);
+        match reply {
+            Ok(text) => {
+                let mut lines = text.lines();
+                let title = lines.next().unwrap_or("report").to_string();
+                let mut b = views::details::Builder::default();
+                for l in lines {
+                    let tone = if l.starts_with("── ") {
+                        crate::tui::widgets::table::Tone::Accent
+                    } else {
+                        crate::tui::widgets::table::Tone::Normal
+                    };
+                    b.line(tone, l);
+                }
+                self.status = None;
+                self.mode = Mode::Details(b.finish(title));
+                self.dirty = true;
+            }
+            Err(text) => self.warn(text),
+        }
+    }
+
     /// Once a second: moves the clock (the header, ages and countdowns), shows the data
     /// as stale when snapshots stopped, expires the status line. True when that changed
     /// what is shown.

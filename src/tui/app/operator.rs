@@ -40,7 +40,7 @@ impl App {
         self.send(request)
     }
 
-    pub(super) fn send(&mut self, request: Request) -> Vec<Effect> {
+    pub(crate) fn send(&mut self, request: Request) -> Vec<Effect> {
         self.in_flight += 1;
         vec![Effect::Request(request)]
     }

@@ -8,6 +8,7 @@ use crossterm::event::{KeyCode, KeyEvent};
 
 use super::{App, Confirm, Edit, Effect, LineInput, Mode, Status};
 use crate::engine::approval::Scope;
+use crate::tui::console::Request;
 use crate::tui::keymap::Action;
 use crate::tui::theme::Theme;
 use crate::tui::views::{Details, View};
@@ -181,9 +182,31 @@ impl App {
                 }
                 Vec::new()
             }
+            "whatif" | "what-if" => {
+                let rest = line.trim_start()[cmd.len()..].trim();
+                match crate::control::whatif::Query::parse(rest) {
+                    Ok(q) => {
+                        if let Some(p) = Some(&q.edit.nodepool)
+                            .filter(|p| !self.snapshot.state.nodepools.contains_key(*p))
+                        {
+                            self.warn(format!("no NodePool {p:?}"));
+                            return Vec::new();
+                        }
+                        self.say(format!(
+                            "what-if: playing the next {} twice, as it is and with the edit...",
+                            crate::control::whatif::span(q.horizon.num_seconds() as f64)
+                        ));
+                        self.send(Request::WhatIf(q))
+                    }
+                    Err(e) => {
+                        self.warn(format!(":{e}"));
+                        Vec::new()
+                    }
+                }
+            }
             other => {
                 self.warn(format!(
-                    ":{other}: unknown command (nodepool NAME, pause [POOL], resume [POOL], theme NAME, q)"
+                    ":{other}: unknown command (nodepool NAME, pause [POOL], resume [POOL], theme NAME, whatif [DURATION] POOL FIELD=VALUE, q)"
                 ));
                 Vec::new()
             }
