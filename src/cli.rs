@@ -225,6 +225,14 @@ pub enum Command {
         #[command(flatten)]
         features: FeatureArgs,
     },
+    /// Write a cluster as a scenario file on stdout: its NodePools, EC2NodeClasses,
+    /// running nodes (NodeClaims), workloads (at their current pod counts),
+    /// DaemonSets and PodDisruptionBudgets, starting now. `whatif` and `simulate` play
+    /// its future; what could not be carried over is said on stderr.
+    Export {
+        #[command(flatten)]
+        kube: KubeArgs,
+    },
     /// Measure the engine (release builds only give meaningful figures).
     #[command(subcommand)]
     Bench(Bench),

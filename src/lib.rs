@@ -8,6 +8,7 @@ pub mod cluster;
 pub mod control;
 pub mod demo;
 pub mod engine;
+pub mod export;
 pub mod fuzzing;
 pub mod live;
 pub mod simulation;

@@ -99,6 +99,9 @@ pub async fn drive<P: CloudProvider>(
                 }
             } => match envelope {
                 None => return Stop::Requested,
+                Some((Request::WhatIf(query), reply)) => {
+                    what_if(controller.parts().0.client(), query, reply);
+                }
                 Some((request, reply)) => {
                     let answer = requests::apply(controller, request, actor).await;
                     let _ = reply.send(answer);
@@ -142,6 +145,9 @@ pub async fn attach<P: CloudProvider>(
             _ = tokio::time::sleep(wait) => {}
             envelope = requests.recv() => match envelope {
                 None => return,
+                Some((Request::WhatIf(query), reply)) => {
+                    what_if(remote.client.clone(), query, reply);
+                }
                 Some((request, reply)) => {
                     let answer = remote_request(&controller, &remote, request).await;
                     let _ = reply.send(answer);
@@ -149,6 +155,37 @@ pub async fn attach<P: CloudProvider>(
             },
         }
     }
+}
+
+/// A what-if on a live cluster: the cluster exported as a scenario now (`export`), and
+/// its future played twice off the loop's thread, so the loop and the console go on.
+fn what_if(
+    client: kube::Client,
+    query: crate::control::whatif::Query,
+    reply: tokio::sync::oneshot::Sender<requests::Reply>,
+) {
+    use crate::simulation::{Options, Pace, Simulation};
+    tokio::spawn(async move {
+        let answer = async {
+            let export = crate::export::export(client, "the cluster", Utc::now()).await?;
+            let scenario = crate::cluster::scenario::parse("the cluster's export", &export.yaml)
+                .map_err(|errors| {
+                    let all: Vec<String> = errors.iter().map(ToString::to_string).collect();
+                    format!(
+                        "the cluster does not export as a scenario: {}",
+                        all.join("; ")
+                    )
+                })?;
+            tokio::task::spawn_blocking(move || {
+                let sim = Simulation::new(&scenario, &Options::default(), Pace::Virtual)?;
+                Ok(crate::whatif::Forks::prepare(&sim, &query)?.run().text())
+            })
+            .await
+            .map_err(|e| format!("the what-if stopped: {e}"))?
+        }
+        .await;
+        let _ = reply.send(answer.map_err(|e: String| format!("what-if: {e}")));
+    });
 }
 
 /// One operator request in attach mode.
@@ -212,6 +249,7 @@ async fn remote_request<P: CloudProvider>(
             Scope::NodePool(p) => remote.resume(&[p], false).await,
             Scope::Reason(r) => Err(format!("no pause of reason {} here", r.as_str())),
         },
+        // Answered by `what_if` before it comes here.
         Request::WhatIf(_) => Err(crate::control::requests::WHATIF_NEEDS_A_SIMULATION.into()),
     }
 }

@@ -157,6 +157,22 @@ async fn controller(
     ))
 }
 
+/// `export`: the cluster as a scenario on stdout, notes on stderr.
+pub fn export(kube: &KubeArgs) -> ExitCode {
+    block_on(async {
+        let conn = connect(kube).await?;
+        let out =
+            karpenter_tui::export::export(conn.client, &conn.context, chrono::Utc::now()).await?;
+        for n in &out.notes {
+            eprintln!("export: {n}");
+        }
+        let mut stdout = std::io::stdout().lock();
+        std::io::Write::write_all(&mut stdout, out.yaml.as_bytes())
+            .and_then(|_| std::io::Write::flush(&mut stdout))
+            .map_err(|e| format!("writing to stdout: {e}"))
+    })
+}
+
 /// Runs a command's body on a fresh runtime: its error is printed, exit code 1.
 fn block_on(body: impl std::future::Future<Output = Result<(), String>>) -> ExitCode {
     let result = tokio::runtime::Runtime::new()

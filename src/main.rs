@@ -115,6 +115,7 @@ fn main() -> ExitCode {
             },
             json,
         ),
+        Some(Command::Export { kube }) => live_cmd::export(&kube),
         Some(Command::Validate { files }) => run_validate(&files),
         Some(Command::Crds) => {
             print_stdout(&crds::crds_yaml());

@@ -11,10 +11,12 @@ use chrono::{DateTime, TimeDelta, Utc};
 use tokio::sync::mpsc;
 
 use crate::cloud::sim::SimCloud;
+use crate::cluster::Launched;
 use crate::cluster::scenario::timeline::{OperatorAction, patch_nodepool};
-use crate::cluster::scenario::{Action, Scenario, TimedAction};
+use crate::cluster::scenario::{Action, RunningNode, Scenario, TimedAction};
 use crate::cluster::sim::SimCluster;
 use crate::cluster::sim::workloads::Replicas;
+use crate::cluster::template::nodeclaim_for;
 use crate::control::approvals::PolicyTable;
 use crate::control::clock::{Clock, ScaledClock, VirtualClock};
 use crate::control::controller::{Controller, Settings};
@@ -92,6 +94,67 @@ pub struct Simulation {
     pub warnings: Vec<String>,
 }
 
+/// Puts a scenario's running node in place: its instance, running long enough that its
+/// kubelet registers in the first round, and its NodeClaim, launched, as the controller
+/// would have made it from the pool's template (scenario parsing checked the pool and
+/// the offering).
+fn adopt(
+    cluster: &mut SimCluster,
+    cloud: &mut SimCloud,
+    scenario: &Scenario,
+    node: &RunningNode,
+    catalog: &Catalog,
+) {
+    let start = scenario.start;
+    let (Some(pool), Some(it)) = (
+        scenario
+            .nodepools
+            .iter()
+            .find(|p| p.metadata.name.as_deref() == Some(node.nodepool.as_str())),
+        catalog.get(&node.instance_type),
+    ) else {
+        return;
+    };
+    let since = start - scenario.settings.registration_delay;
+    let Some(instance) = cloud.adopt(
+        &node.instance_type,
+        &node.zone,
+        node.capacity_type,
+        &node.name,
+        &node.nodepool,
+        since,
+    ) else {
+        return;
+    };
+    let it = Arc::new(it.clone());
+    let requirements = crate::engine::static_pools::claim_shape(pool, &[Arc::clone(&it)], &[])
+        .map(|(r, _, _)| r)
+        .unwrap_or_default();
+    let mut claim = nodeclaim_for(
+        &node.name,
+        pool,
+        &requirements,
+        std::slice::from_ref(&node.instance_type),
+        Default::default(),
+        since,
+    );
+    claim.launched = Some(Launched {
+        provider_id: instance.provider_id.clone(),
+        instance_type: instance.instance_type.clone(),
+        zone: instance.zone.clone(),
+        capacity_type: instance.capacity_type,
+        price: instance.price,
+        capacity: it.capacity.clone(),
+        allocatable: it.allocatable(),
+        labels: it.labels.clone(),
+        hostname: instance.hostname.clone(),
+        at: since,
+        image_id: None,
+        annotations: Default::default(),
+    });
+    cluster.adopt_nodeclaim(claim);
+}
+
 /// The simulated cloud reads the same clock the controller does.
 fn cloud_now(clock: &Arc<dyn Clock>) -> crate::cloud::sim::Now {
     let clock = Arc::clone(clock);
@@ -132,6 +195,9 @@ impl Simulation {
         let mut cluster = SimCluster::new(start, scenario.settings.clone(), seed);
         for p in &scenario.nodepools {
             cluster.apply_nodepool(p.clone());
+        }
+        for n in &scenario.nodes {
+            adopt(&mut cluster, &mut cloud, scenario, n, catalog);
         }
         for d in &scenario.daemonsets {
             cluster.add_daemonset(d.clone());

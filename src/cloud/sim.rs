@@ -163,6 +163,50 @@ impl SimCloud {
             .min()
     }
 
+    /// An instance that was running before the run began (a scenario's running node,
+    /// an exported cluster's): running since `since`, at the offering's price. None when
+    /// the cloud has no such offering.
+    pub fn adopt(
+        &mut self,
+        instance_type: &str,
+        zone: &str,
+        capacity_type: CapacityType,
+        nodeclaim: &str,
+        nodepool: &str,
+        since: DateTime<Utc>,
+    ) -> Option<Instance> {
+        let price = self
+            .types
+            .iter()
+            .find(|t| t.name == instance_type)?
+            .offerings
+            .iter()
+            .find(|o| o.zone == zone && o.capacity_type == capacity_type)?
+            .price;
+        let id = self.id(zone);
+        let instance = Instance {
+            provider_id: id.clone(),
+            instance_type: instance_type.to_string(),
+            zone: zone.to_string(),
+            capacity_type,
+            price,
+            nodeclaim: nodeclaim.to_string(),
+            nodepool: nodepool.to_string(),
+            hostname: self.hostname(),
+            launched: since,
+            image_id: None,
+        };
+        self.instances.insert(
+            id,
+            SimInstance {
+                instance: instance.clone(),
+                running_at: since,
+                reclaim_at: None,
+            },
+        );
+        Some(instance)
+    }
+
     /// Starts an instance nobody asked for through the controller (a leaked launch, for
     /// garbage-collection tests and scenarios).
     pub fn start_unmanaged(&mut self, instance_type: &str, zone: &str, nodeclaim: &str) -> String {

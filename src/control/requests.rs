@@ -35,9 +35,11 @@ pub enum Request {
     WhatIf(Query),
 }
 
-/// What a backend that cannot fork its world answers a what-if.
-pub const WHATIF_NEEDS_A_SIMULATION: &str = "what-if plays a copy of the embedded simulation; \
-     for a live cluster, export it (karpenter-tui export > scenario.yaml) and run \
+/// What a controller answers a what-if it is handed: only the process that owns the
+/// world (the embedded simulation, or a live loop that can export its cluster) can fork
+/// it, and those answer before the request reaches a controller.
+pub const WHATIF_NEEDS_A_SIMULATION: &str = "what-if plays a copy of the world, which this \
+     backend cannot make; export the cluster (karpenter-tui export > scenario.yaml) and run \
      karpenter-tui whatif scenario.yaml ...";
 
 impl Request {

@@ -226,6 +226,11 @@ pub struct KubeCluster {
 }
 
 impl KubeCluster {
+    /// The API client the writes go through (a what-if reads the cluster with it).
+    pub fn client(&self) -> kube::Client {
+        self.writer.client.clone()
+    }
+
     /// Starts the watches. `identity` names this process in the Events it writes.
     pub fn start(conn: &Connection, prices: PriceBook, identity: &str) -> KubeCluster {
         let (tx, rx) = mpsc::unbounded_channel();

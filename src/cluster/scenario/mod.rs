@@ -18,6 +18,7 @@ use serde_json::Value;
 use super::DaemonSetObject;
 use super::sim::SimSettings;
 use super::sim::workloads::{Deployment, IntOrPercent, Job, PdbSpec, Replicas};
+use crate::api::labels;
 use crate::api::manifest::{self, Document};
 use crate::api::nodepool::NodePool;
 use crate::api::source_lines::SourceLines;
@@ -66,7 +67,21 @@ pub struct Scenario {
     pub daemonsets: Vec<DaemonSetObject>,
     pub pods: Vec<Pod>,
     pub pdbs: Vec<PdbSpec>,
+    /// Nodes running at the start (NodeClaim documents: an exported cluster's nodes).
+    pub nodes: Vec<RunningNode>,
     pub timeline: Vec<TimedAction>,
+}
+
+/// A node that runs when the scenario starts: a NodeClaim document, read for what the
+/// cloud launched (its labels, as a cluster's NodeClaims carry them), so a cluster
+/// exported by `karpenter-tui export` starts with the nodes it had, not from nothing.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunningNode {
+    pub name: String,
+    pub nodepool: String,
+    pub instance_type: String,
+    pub zone: String,
+    pub capacity_type: crate::engine::catalog::CapacityType,
 }
 
 /// A problem in a scenario file, located like a compiler error.
@@ -174,6 +189,7 @@ pub fn parse(file: &str, text: &str) -> Result<Scenario, Vec<ScenarioError>> {
     let mut daemonsets = Vec::new();
     let mut pods = Vec::new();
     let mut pdbs = Vec::new();
+    let mut nodeclaims = Vec::new();
     for doc in docs {
         let (api_version, kind) = match (
             doc.value.get("apiVersion").and_then(Value::as_str),
@@ -219,11 +235,9 @@ pub fn parse(file: &str, text: &str) -> Result<Scenario, Vec<ScenarioError>> {
                             manifest::Object::EC2NodeClass(nc) => {
                                 nodeclasses.push(nc.metadata.name.clone().unwrap_or_default())
                             }
-                            manifest::Object::NodeClaim(_) => errors.at(
-                                doc.index,
-                                "kind",
-                                "NodeClaims are created by the controller, not by scenarios",
-                            ),
+                            manifest::Object::NodeClaim(nc) => {
+                                nodeclaims.push((doc.index, nc.metadata.clone()))
+                            }
                         }
                     }
                     Err(d) => errors.at(doc.index, &d.path, d.message),
@@ -258,7 +272,7 @@ pub fn parse(file: &str, text: &str) -> Result<Scenario, Vec<ScenarioError>> {
                 doc.index,
                 "kind",
                 format!(
-                    "unsupported object {a} {k}: a scenario holds karpenter.sh/v1 NodePool, karpenter.k8s.aws/v1 EC2NodeClass, apps/v1 Deployment or DaemonSet, batch/v1 Job, v1 Pod, policy/v1 PodDisruptionBudget and one {API_VERSION} Scenario"
+                    "unsupported object {a} {k}: a scenario holds karpenter.sh/v1 NodePool and NodeClaim, karpenter.k8s.aws/v1 EC2NodeClass, apps/v1 Deployment or DaemonSet, batch/v1 Job, v1 Pod, policy/v1 PodDisruptionBudget and one {API_VERSION} Scenario"
                 ),
             ),
         }
@@ -290,6 +304,7 @@ pub fn parse(file: &str, text: &str) -> Result<Scenario, Vec<ScenarioError>> {
             daemonsets,
             pods,
             pdbs,
+            nodeclaims,
         },
     );
     if errors.list.is_empty() {
@@ -325,6 +340,104 @@ struct Parts {
     daemonsets: Vec<(usize, apps::DaemonSet)>,
     pods: Vec<(usize, core::Pod)>,
     pdbs: Vec<(usize, policy::PodDisruptionBudget)>,
+    nodeclaims: Vec<(
+        usize,
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    )>,
+}
+
+/// The nodes the NodeClaim documents say run at the start. Each needs the labels a
+/// launched NodeClaim carries, naming a NodePool of the scenario and an offering of the
+/// built-in catalog (of `spec.cloud.instanceTypes`, when it narrows the catalog).
+fn running_nodes(errors: &mut Errors, parts: &Parts, allowed: &[String]) -> Vec<RunningNode> {
+    use crate::engine::catalog::CapacityType;
+    let catalog = crate::engine::catalog::Catalog::builtin_shared();
+    let mut nodes = Vec::new();
+    let mut names = std::collections::BTreeSet::new();
+    for (doc, meta) in &parts.nodeclaims {
+        let name = meta.name.clone().unwrap_or_default();
+        if !names.insert(name.clone()) {
+            errors.at(
+                *doc,
+                "metadata.name",
+                format!("a second NodeClaim {name:?}"),
+            );
+            continue;
+        }
+        let labels = meta.labels.clone().unwrap_or_default();
+        let mut label = |key: &str| {
+            let v = labels.get(key).cloned();
+            if v.is_none() {
+                errors.at(
+                    *doc,
+                    &format!("metadata.labels.{key}"),
+                    "a NodeClaim in a scenario is a node running at the start: it needs the \
+                     label its launch gave it",
+                );
+            }
+            v
+        };
+        let (Some(nodepool), Some(instance_type), Some(zone), Some(ct)) = (
+            label(labels::NODEPOOL),
+            label(labels::INSTANCE_TYPE),
+            label(labels::ZONE),
+            label(labels::CAPACITY_TYPE),
+        ) else {
+            continue;
+        };
+        if !parts
+            .nodepools
+            .iter()
+            .any(|(_, p)| p.metadata.name.as_deref() == Some(nodepool.as_str()))
+        {
+            errors.at(
+                *doc,
+                &format!("metadata.labels.{}", labels::NODEPOOL),
+                format!("no NodePool {nodepool:?} in this scenario"),
+            );
+            continue;
+        }
+        let capacity_type = match CapacityType::parse(&ct) {
+            Some(c @ (CapacityType::OnDemand | CapacityType::Spot)) => c,
+            _ => {
+                errors.at(
+                    *doc,
+                    &format!("metadata.labels.{}", labels::CAPACITY_TYPE),
+                    format!("{ct:?}: a running node of a scenario is on-demand or spot"),
+                );
+                continue;
+            }
+        };
+        let offered = catalog.get(&instance_type).is_some_and(|t| {
+            t.offerings
+                .iter()
+                .any(|o| o.zone == zone && o.capacity_type == capacity_type)
+        });
+        if !offered || (!allowed.is_empty() && !allowed.contains(&instance_type)) {
+            errors.at(
+                *doc,
+                &format!("metadata.labels.{}", labels::INSTANCE_TYPE),
+                format!(
+                    "no {capacity_type} {instance_type} in {zone} in this scenario's cloud (the \
+                     built-in us-east-1 catalog{})",
+                    if allowed.is_empty() {
+                        ""
+                    } else {
+                        ", narrowed by spec.cloud.instanceTypes"
+                    }
+                ),
+            );
+            continue;
+        }
+        nodes.push(RunningNode {
+            name,
+            nodepool,
+            instance_type,
+            zone,
+            capacity_type,
+        });
+    }
+    nodes
 }
 
 /// A workload's pod template as the engine's pod, named after its owner.
@@ -484,6 +597,8 @@ fn build(
             );
         }
     }
+
+    let nodes = running_nodes(errors, &parts, &cloud.instance_types);
 
     let mut deployments = Vec::new();
     for (doc, dep) in &parts.deployments {
@@ -731,6 +846,7 @@ fn build(
         daemonsets,
         pods,
         pdbs,
+        nodes,
         timeline,
     }
 }

@@ -209,6 +209,14 @@ impl SimCluster {
 
     // ---- objects the scenario (or an operator) puts in ----
 
+    /// A NodeClaim that exists, launched, when the run begins (a scenario's running
+    /// node): in the cluster before the controller's first list, as an exported
+    /// cluster's are.
+    pub fn adopt_nodeclaim(&mut self, mut claim: NodeClaimObject) {
+        claim.finalizer = true;
+        self.nodeclaims.insert(claim.name.clone(), claim);
+    }
+
     /// Creates or replaces a NodePool (a `kubectl apply`).
     pub fn apply_nodepool(&mut self, pool: NodePool) {
         let name = pool.metadata.name.clone().unwrap_or_default();
