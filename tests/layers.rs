@@ -1,7 +1,7 @@
 //! The house keeps its layers (DESIGN.md, "Layers: imports only point down"):
 //!
 //! ```text
-//! main.rs cli.rs live_cmd.rs simulation.rs live.rs demo.rs bench/   the entry layer
+//! main.rs cli.rs live_cmd.rs simulation.rs whatif.rs export.rs live.rs demo.rs bench/   the entry layer
 //! tui/
 //! control/
 //! cluster/  cloud/

@@ -64,7 +64,7 @@ actions! {
     Top = "top", false, "first row";
     Bottom = "bottom", false, "last row";
     Filter = "filter", false, "filter rows (regex; start with ! to invert)";
-    Command = "command", false, "command (:nodepool NAME, :pause [POOL], :resume [POOL], :theme NAME, :q)";
+    Command = "command", false, "command (:nodepool NAME, :pause [POOL], :resume [POOL], :theme NAME, :whatif [TIME] POOL FIELD=VALUE, :q)";
     Sort = "sort", false, "sort by the next column";
     SortReverse = "sort-reverse", false, "reverse the sort order";
     Wide = "wide", false, "wide: every column at full width (left/right or h/l scroll sideways)";

@@ -269,7 +269,7 @@ fn draw_footer(frame: &mut Frame, area: Rect, app: &App) {
             let mut v = vec![Span::styled(":", s.key)];
             v.extend(typed(input, s.footer, s.key));
             v.push(Span::styled(
-                "   nodepool NAME · pause [POOL] · resume [POOL] · theme NAME · q",
+                "   nodepool NAME · pause [POOL] · resume [POOL] · theme NAME · whatif [TIME] POOL FIELD=VALUE · q",
                 s.muted,
             ));
             Line::from(v)
