@@ -673,6 +673,27 @@ fn run_whatif(
             return ExitCode::FAILURE;
         }
     };
+    // Refused before the run to --at, which can take a while: a pool the scenario does
+    // not have, or an edit its pool refuses (checked again at the fork, where the
+    // timeline may have changed the pool).
+    let pool = scenario
+        .nodepools
+        .iter()
+        .find(|p| p.metadata.name.as_deref() == Some(query.edit.nodepool.as_str()));
+    let checked = match pool {
+        None => Err(format!(
+            "no NodePool {:?} in {}",
+            query.edit.nodepool,
+            path.display()
+        )),
+        Some(p) => scenario::timeline::patch_nodepool(p, &query.edit.patch)
+            .map(|_| ())
+            .map_err(|e| format!("NodePool {}: {e}", query.edit.nodepool)),
+    };
+    if let Err(e) = checked {
+        eprintln!("whatif: {e}");
+        return ExitCode::FAILURE;
+    }
     let mut sim = match Simulation::new(&scenario, &options, Pace::Virtual) {
         Ok(s) => s,
         Err(e) => {
