@@ -10,7 +10,8 @@
 //! - Pods not finished and not being deleted, by owner: a ReplicaSet's under its
 //!   Deployment's name, any other owner's (StatefulSet, Job, ...) under its own, each a
 //!   Deployment at the current pod count with the first pod's spec as the template;
-//!   DaemonSets as they are; pods without an owner as bare pods.
+//!   DaemonSets as they are (their pods, and static pods, come with their nodes); pods
+//!   without an owner as bare pods.
 //! - PodDisruptionBudgets as they are.
 //!
 //! The Scenario document starts at the export's time; no replica schedule or timeline
@@ -279,7 +280,9 @@ pub async fn export(
             .clone()
             .unwrap_or_else(|| "default".into());
         match workload(&p) {
-            Some((kind, _)) if kind == "DaemonSet" => {}
+            // A DaemonSet's pods come with their DaemonSet; a static pod (owned by its
+            // Node) lives and dies with its node.
+            Some((kind, _)) if kind == "DaemonSet" || kind == "Node" => {}
             Some((kind, name)) => {
                 let g = groups
                     .entry((ns, name))

@@ -119,13 +119,17 @@ fn play(mut sim: Simulation, until: DateTime<Utc>) -> Figures {
     let waiting = pending(&sim);
     Figures {
         cost: (stats.cost * 100.0).round() / 100.0,
-        cost_per_hour: state.nodes.iter().map(|n| n.price).sum::<f64>() + 0.0,
+        // Rounded as `simulate`'s summary rounds them; `+ 0.0` turns an empty sum's -0.0
+        // into 0.
+        cost_per_hour: (state.nodes.iter().map(|n| n.price).sum::<f64>() * 10_000.0).round()
+            / 10_000.0
+            + 0.0,
         nodes: state.nodes.iter().filter(|n| !n.deleting).count(),
         launched: stats.nodeclaims_created,
         deleted: stats.nodeclaims_deleted,
         disruptions: stats.disruptions.clone(),
         evictions: stats.evictions,
-        pending_pod_hours: pod_seconds / 3600.0,
+        pending_pod_hours: (pod_seconds / 3600.0 * 10_000.0).round() / 10_000.0,
         peak_pending: peak.max(waiting),
         pending_at_end: waiting,
     }

@@ -1,7 +1,7 @@
 //! `export` (issue 22) against a real HTTP Kubernetes API (the kmock peer on 127.0.0.1):
 //! a cluster with running nodes, a Deployment's pods (bound and pending), a bare pod, a
-//! DaemonSet, a PodDisruptionBudget, a NodeClaim that has not launched and a finished pod
-//! is written as a scenario that the scenario reader accepts, that starts with the
+//! static pod, a DaemonSet, a PodDisruptionBudget, a NodeClaim that has not launched and
+//! a finished pod is written as a scenario that the scenario reader accepts, that starts with the
 //! cluster's nodes, and whose future `whatif` plays.
 
 #[path = "peers/kube_peer.rs"]
@@ -47,6 +47,19 @@ spec:
 }
 
 const OTHERS: &str = r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: etcd-ip-10-0-0-1.kwok.internal
+  namespace: kube-system
+  ownerReferences:
+  - {apiVersion: v1, kind: Node, name: ip-10-0-0-1.kwok.internal, uid: 0b5c7c4e-1111-4a4a-9e9e-000000000002, controller: true}
+spec:
+  nodeName: ip-10-0-0-1.kwok.internal
+  containers:
+  - {name: etcd, image: etcd, resources: {requests: {cpu: 100m}}}
+status: {phase: Running}
+---
+apiVersion: v1
 kind: Pod
 metadata: {name: debug, namespace: default, labels: {app: debug}}
 spec:
