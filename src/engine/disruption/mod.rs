@@ -122,6 +122,39 @@ pub struct Pass {
     pub balanced_approvals: Vec<BalancedApproval>,
 }
 
+impl Pass {
+    /// Makes a one-candidate consolidation move (single-node or split) the pass's
+    /// command: its Balanced approvals go on the node, and the node's outcome is Chosen
+    /// (delete-only when nothing replaces it).
+    fn choose_one(
+        &mut self,
+        state: &ClusterState,
+        method: Method,
+        c: &Candidate,
+        replacements: Vec<Replacement>,
+        scores: Vec<(String, balanced::Score)>,
+    ) {
+        let name = state.nodes[c.node].nodeclaim.clone();
+        let delete_only = replacements.is_empty();
+        let cmd = command(state, method, Reason::Underutilized, &[c], replacements);
+        self.balanced_approvals
+            .extend(scores.into_iter().map(|(pool, score)| BalancedApproval {
+                nodepool: pool,
+                nodeclaim: Some(name.clone()),
+                score,
+            }));
+        self.outcomes.insert(
+            name,
+            Outcome::Chosen {
+                method,
+                savings: cmd.savings_per_hour,
+                delete_only,
+            },
+        );
+        self.command = Some(cmd);
+    }
+}
+
 /// A consolidation plan and the Balanced scores it passed, by pool.
 type ScoredPlan = (consolidation::Plan, Vec<(String, balanced::Score)>);
 
@@ -726,28 +759,13 @@ fn plan_with<'p>(
                 *pass.eligible.entry(Reason::Underutilized).or_default() += 1;
                 let delete_only = p.replacement.is_none();
                 if pass.command.is_none() {
-                    let cmd = command(
+                    pass.choose_one(
                         state,
                         Method::SingleNodeConsolidation,
-                        Reason::Underutilized,
-                        &[c],
+                        c,
                         p.replacement.iter().cloned().collect(),
+                        scores,
                     );
-                    pass.balanced_approvals
-                        .extend(scores.into_iter().map(|(pool, score)| BalancedApproval {
-                            nodepool: pool,
-                            nodeclaim: Some(name.clone()),
-                            score,
-                        }));
-                    pass.outcomes.insert(
-                        name,
-                        Outcome::Chosen {
-                            method: Method::SingleNodeConsolidation,
-                            savings: cmd.savings_per_hour,
-                            delete_only,
-                        },
-                    );
-                    pass.command = Some(cmd);
                 } else {
                     let verb = if delete_only { "delete" } else { "replace" };
                     pass.outcomes.insert(
@@ -807,28 +825,13 @@ fn plan_with<'p>(
                 );
                 continue;
             }
-            let cmd = command(
+            pass.choose_one(
                 state,
                 Method::SplitConsolidation,
-                Reason::Underutilized,
-                &[c],
+                c,
                 plan.replacements,
+                scores,
             );
-            pass.balanced_approvals
-                .extend(scores.into_iter().map(|(pool, score)| BalancedApproval {
-                    nodepool: pool,
-                    nodeclaim: Some(name.clone()),
-                    score,
-                }));
-            pass.outcomes.insert(
-                name,
-                Outcome::Chosen {
-                    method: Method::SplitConsolidation,
-                    savings: cmd.savings_per_hour,
-                    delete_only: false,
-                },
-            );
-            pass.command = Some(cmd);
         }
     }
 
