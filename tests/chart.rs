@@ -7,6 +7,9 @@
 //! would refuse are refused at render time; and the rendered objects apply to the kube
 //! peer with kubectl and read back as rendered.
 
+// Both peer files include their venv helper (tests/peers/venv.rs) as a private module.
+#![allow(clippy::duplicate_mod)]
+
 #[path = "peers/kube_peer.rs"]
 mod kube_peer;
 #[path = "peers/packaging_tools.rs"]
