@@ -23,7 +23,7 @@ contexts:
   context: {cluster: f, user: f}
 current-context: f
 KC
-KARPENTER_TUI_LOG=info $BIN run --kubeconfig $D/kc --namespace default > /dev/null 2> $D/err & P=$!
+LOG_LEVEL=info $BIN run --kubeconfig $D/kc --namespace default > /dev/null 2> $D/err & P=$!
 for i in $(seq 1 1200); do grep -q "listed the cluster" $D/err && break; sleep 0.25; done
 grep -o "listed the cluster in .*" $D/err
 sleep 20

@@ -14,8 +14,10 @@ use clap::{Parser, Subcommand};
 #[derive(Parser, Debug)]
 #[command(name = "karpenter-tui", version, about, long_about)]
 pub struct Cli {
-    /// Log filter (tracing syntax, e.g. "info" or "karpenter_tui=debug").
-    #[arg(long, global = true, env = "KARPENTER_TUI_LOG", default_value = "warn")]
+    /// Log level as upstream names it (debug, info, warn, error), or a tracing filter
+    /// ("info,karpenter_tui=debug"). The console logs to its log pane.
+    #[arg(long, global = true, env = "LOG_LEVEL", default_value = "warn",
+          value_parser = parse_log_level)]
     pub log_level: String,
 
     /// Speed of the embedded cluster's clock: 1 is real time, 10 runs ten simulated
@@ -236,6 +238,16 @@ pub enum Command {
     /// Measure the engine (release builds only give meaningful figures).
     #[command(subcommand)]
     Bench(Bench),
+    /// Print a shell completion script: `karpenter-tui completions bash >
+    /// /etc/bash_completion.d/karpenter-tui`, or for zsh into a directory on $fpath as
+    /// `_karpenter-tui`, or for fish into ~/.config/fish/completions/karpenter-tui.fish.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff): `karpenter-tui man > karpenter-tui.1; man
+    /// ./karpenter-tui.1`. It documents every subcommand and flag.
+    Man,
 }
 
 /// Where a cluster is.
@@ -276,6 +288,33 @@ pub struct FeatureArgs {
         value_name = "Strict|BestEffort"
     )]
     pub min_values_policy: String,
+    /// How the scheduler treats preferred node and pod (anti-)affinity and
+    /// ScheduleAnyway topology spreads: Respect (try them first, relax them one at a time
+    /// when a pod does not fit) or Ignore (schedule by required constraints only).
+    #[arg(
+        long,
+        env = "PREFERENCE_POLICY",
+        default_value = "Respect",
+        value_name = "Respect|Ignore"
+    )]
+    pub preference_policy: String,
+    /// The longest a provisioning batch stays open: pending pods that arrive within it
+    /// are planned together, which usually gives fewer, larger nodes.
+    #[arg(
+        long,
+        env = "BATCH_MAX_DURATION",
+        default_value = "10s",
+        value_name = "DURATION"
+    )]
+    pub batch_max_duration: String,
+    /// A batch closes when no new pending pod arrived for this long.
+    #[arg(
+        long,
+        env = "BATCH_IDLE_DURATION",
+        default_value = "1s",
+        value_name = "DURATION"
+    )]
+    pub batch_idle_duration: String,
     /// Split consolidation (not an upstream setting): a node no single cheaper node can
     /// replace may be replaced by several (at most 4) cheaper ones when they save at
     /// least PERCENT of its price. Off unless given; the flag alone asks 20%.
@@ -292,15 +331,24 @@ pub struct FeatureArgs {
 impl FeatureArgs {
     /// The settings, or what is wrong with the flags.
     pub fn parse(&self) -> Result<karpenter_tui::engine::features::Features, String> {
-        use karpenter_tui::engine::features::{Features, Setting};
-        let f = Features::parse(&self.feature_gates, &self.min_values_policy).map_err(
-            |(which, why)| match which {
-                Setting::FeatureGates => format!("--feature-gates / FEATURE_GATES: {why}"),
-                Setting::MinValuesPolicy => {
-                    format!("--min-values-policy / MIN_VALUES_POLICY: {why}")
-                }
-            },
-        )?;
+        use karpenter_tui::engine::features::{Features, Setting, SettingsText};
+        let f = Features::parse(&SettingsText {
+            feature_gates: &self.feature_gates,
+            min_values_policy: &self.min_values_policy,
+            preference_policy: &self.preference_policy,
+            batch_max_duration: &self.batch_max_duration,
+            batch_idle_duration: &self.batch_idle_duration,
+        })
+        .map_err(|(which, why)| {
+            let name = match which {
+                Setting::FeatureGates => "--feature-gates / FEATURE_GATES",
+                Setting::MinValuesPolicy => "--min-values-policy / MIN_VALUES_POLICY",
+                Setting::PreferencePolicy => "--preference-policy / PREFERENCE_POLICY",
+                Setting::BatchMaxDuration => "--batch-max-duration / BATCH_MAX_DURATION",
+                Setting::BatchIdleDuration => "--batch-idle-duration / BATCH_IDLE_DURATION",
+            };
+            format!("{name}: {why}")
+        })?;
         let mut f = f;
         f.split_percent = self
             .split_consolidation
@@ -361,6 +409,33 @@ pub struct CloudArgs {
     /// loss. With --cloud aws; read only while this process leads.
     #[arg(long, env = "INTERRUPTION_QUEUE", value_name = "NAME")]
     pub interruption_queue: Option<String>,
+    /// The VPC reaches no AWS service without a VPC endpoint: on-demand prices come from
+    /// the built-in table instead of the Pricing API. With --cloud aws.
+    #[arg(long, env = "ISOLATED_VPC", value_name = "BOOL", num_args = 0..=1,
+          default_value_t = false, default_missing_value = "true",
+          value_parser = clap::builder::BoolishValueParser::new())]
+    pub isolated_vpc: bool,
+    /// ENIs of each instance kept for other uses (VPC CNI custom networking): they count
+    /// neither toward max pods nor toward the kube-reserved memory max pods sets. With
+    /// --cloud aws.
+    #[arg(long, env = "RESERVED_ENIS", default_value_t = 0, value_name = "N")]
+    pub reserved_enis: u32,
+    /// The share of an instance type's memory the hypervisor keeps (0.075 is 7.5%),
+    /// taken off its capacity until a node of the type reports its own. With --cloud aws.
+    #[arg(long, env = "VM_MEMORY_OVERHEAD_PERCENT", default_value_t = 0.075,
+          value_name = "FRACTION", value_parser = parse_vm_overhead)]
+    pub vm_memory_overhead_percent: f64,
+}
+
+/// `--vm-memory-overhead-percent`: a fraction of memory, at least 0 and below 1, as
+/// upstream takes it (0.075, not 7.5).
+fn parse_vm_overhead(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(f) if (0.0..1.0).contains(&f) => Ok(f),
+        _ => Err(format!(
+            "{text:?}: expected a fraction of memory at least 0 and below 1 (0.075 is 7.5%)"
+        )),
+    }
 }
 
 /// `--cloud`.
@@ -517,6 +592,25 @@ pub const MAX_SPEED: f64 = 1_000_000.0;
 
 /// The slowest `--speed`: a simulated second every 17 minutes.
 pub const MIN_SPEED: f64 = 0.001;
+
+/// `--log-level` / `LOG_LEVEL`, refused by name when tracing cannot read it (a typo
+/// used to log at warn without a word).
+/// A lone word must be a level: tracing would read `inof` as a target to log at every
+/// level, which nothing is named.
+fn parse_log_level(text: &str) -> Result<String, String> {
+    const LEVELS: [&str; 6] = ["trace", "debug", "info", "warn", "error", "off"];
+    let refused = |why: String| {
+        format!("{text:?}: expected debug, info, warn or error, or a tracing filter{why}")
+    };
+    let word = text.trim();
+    if !word.contains(['=', ',', '[', ':']) && !LEVELS.contains(&word.to_ascii_lowercase().as_str())
+    {
+        return Err(refused(String::new()));
+    }
+    tracing_subscriber::EnvFilter::try_new(text)
+        .map(|_| text.to_string())
+        .map_err(|e| refused(format!(" ({e})")))
+}
 
 /// `--speed` as a number of simulated seconds per wall second, within
 /// [`MIN_SPEED`]..=[`MAX_SPEED`], refused with the range otherwise.

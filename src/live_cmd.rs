@@ -73,6 +73,16 @@ async fn live_cloud(
                 "--interruption-queue {queue} needs --cloud aws: the queue carries EC2's events"
             ));
         }
+        let defaults = karpenter_tui::engine::catalog::overhead::CapacityOptions::default();
+        if args.isolated_vpc
+            || args.reserved_enis != 0
+            || args.vm_memory_overhead_percent != defaults.vm_memory_overhead_percent
+        {
+            tracing::warn!(
+                "ISOLATED_VPC, RESERVED_ENIS and VM_MEMORY_OVERHEAD_PERCENT apply to --cloud aws; \
+                 --cloud sim's built-in catalog keeps upstream's defaults"
+            );
+        }
         let catalog = Catalog::builtin_shared();
         let prices = prices::of_catalog(catalog.clone());
         return Ok((
@@ -107,6 +117,11 @@ async fn live_cloud(
         kubernetes_version,
         max_attempts: 6,
         credentials: None,
+        capacity: karpenter_tui::engine::catalog::overhead::CapacityOptions {
+            vm_memory_overhead_percent: args.vm_memory_overhead_percent,
+            reserved_enis: args.reserved_enis.into(),
+        },
+        isolated_vpc: args.isolated_vpc,
     };
     let cloud = AwsCloud::connect(opts).await?;
     let handle = cloud.handle();
@@ -373,6 +388,7 @@ pub fn run(
     block_on(async {
         let policy = policy(rules)?;
         let features = features.parse()?;
+        tracing::info!("settings: {}", features.describe());
         lease_config(&leader.lease)?;
         let conn = connect(kube).await?;
         let identity = format!("{}@{}", conn.user, default_identity());
@@ -546,6 +562,10 @@ pub fn attach(
             cluster_cidr: None,
             kubernetes_version: None,
             interruption_queue: None,
+            isolated_vpc: false,
+            reserved_enis: 0,
+            vm_memory_overhead_percent:
+                karpenter_tui::engine::catalog::overhead::VM_MEMORY_OVERHEAD_PERCENT,
         };
         let conn = connect(kube).await?;
         let (progress, progress_rx) = watch::channel(String::new());
@@ -653,6 +673,7 @@ pub fn controller_cmd(
         lease_config(&leader.lease)?;
         let policy = policy(rules)?;
         let features = features.parse()?;
+        tracing::info!("settings: {}", features.describe());
         let identity = default_identity();
         let conn = connect(kube).await?;
         let lease_name = karpenter_tui::api::protocol::LEASE;

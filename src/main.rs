@@ -18,7 +18,7 @@ use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use karpenter_tui::api::manifest::{self, Object};
 use karpenter_tui::api::text::escape_controls;
 use karpenter_tui::api::{crds, migrate, validation};
@@ -121,6 +121,13 @@ fn main() -> ExitCode {
             print_stdout(&crds::crds_yaml());
             ExitCode::SUCCESS
         }
+        Some(Command::Completions { shell }) => {
+            let mut out = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "karpenter-tui", &mut out);
+            print_stdout(&String::from_utf8_lossy(&out));
+            ExitCode::SUCCESS
+        }
+        Some(Command::Man) => run_man(),
         Some(Command::Migrate { file }) => run_migrate(&file),
         Some(Command::Journal { file, json }) => run_journal(&file, json),
         Some(Command::Bench(b)) => run_bench(b),
@@ -157,6 +164,39 @@ fn main() -> ExitCode {
             cli.approve.rules(),
             &cli.notify,
         ),
+    }
+}
+
+/// The man page: the top-level page, then one section per subcommand (clap_mangen
+/// renders one command per page; the sections keep every flag in one `man` page).
+fn run_man() -> ExitCode {
+    let mut out = Vec::new();
+    let cmd = Cli::command();
+    let written = clap_mangen::Man::new(cmd.clone())
+        .render(&mut out)
+        .and_then(|()| {
+            for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+                out.extend_from_slice(
+                    format!(".SH \"{}\"\n", sub.get_name().to_uppercase()).as_bytes(),
+                );
+                let man = clap_mangen::Man::new(sub.clone());
+                man.render_description_section(&mut out)?;
+                man.render_options_section(&mut out)?;
+                if sub.has_subcommands() {
+                    man.render_subcommands_section(&mut out)?;
+                }
+            }
+            Ok(())
+        });
+    match written {
+        Ok(()) => {
+            print_stdout(&String::from_utf8_lossy(&out));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: writing the man page: {e}");
+            ExitCode::FAILURE
+        }
     }
 }
 

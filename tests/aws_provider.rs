@@ -1181,3 +1181,51 @@ async fn capacity_reservations_resolve_launch_first_and_are_never_launched_past_
         status.capacity_reservations
     );
 }
+
+/// Upstream's `RESERVED_ENIS`, `VM_MEMORY_OVERHEAD_PERCENT` and `ISOLATED_VPC`, as
+/// `--cloud aws` passes them: an m5.large (3 ENIs of 10 addresses, 8 GiB) with one ENI
+/// reserved takes 20 pods, not 29, and keeps 10% of its memory, not 7.5%; with an
+/// isolated VPC the Pricing API is never asked (though it would answer), the built-in
+/// prices stand, and the note says why.
+#[tokio::test]
+async fn reserved_enis_vm_overhead_and_an_isolated_vpc_shape_the_catalog() {
+    use karpenter_tui::engine::catalog::overhead::{CapacityOptions, mib_to_milli};
+    let peer = MotoPeer::start();
+    peer.pricing("us-east-1", &[("m5.large", 0.5)]);
+    let mut opts = options(&peer);
+    opts.capacity = CapacityOptions {
+        vm_memory_overhead_percent: 0.1,
+        reserved_enis: 1,
+    };
+    opts.isolated_vpc = true;
+    let cloud = AwsCloud::connect(opts).await.expect("connect");
+    let h = cloud.handle();
+    peer.clear_requests();
+    assert!(!h.refresh_prices().await, "nothing was read");
+    assert_eq!(peer.actions("pricing"), Vec::<String>::new());
+    let note = h.prices_note().expect("built-in prices, and why");
+    assert!(note.contains("ISOLATED_VPC"), "{note}");
+    h.refresh_catalog().await.expect("catalog");
+    assert_eq!(
+        h.price("m5.large", "us-east-1a", CapacityType::OnDemand),
+        Some(0.096),
+        "the built-in price, not the API's 0.5"
+    );
+    let _net = network(&peer).await;
+    h.set_nodeclass(&discovery_nodeclass());
+    h.resolve_all().await;
+    let types = cloud.instance_types(&pool());
+    let m5 = types
+        .iter()
+        .find(|t| t.name == "m5.large")
+        .expect("m5.large");
+    let builtin = Catalog::builtin();
+    let b = builtin.get("m5.large").expect("built-in m5.large");
+    assert_eq!(b.capacity.pods, 29_000, "the default: 3 ENIs x 9 + 2");
+    assert_eq!(m5.capacity.pods, 20_000, "2 usable ENIs x 9 + 2");
+    assert_eq!(m5.capacity.memory, mib_to_milli(8192 - 820));
+    assert!(
+        m5.overhead.memory < b.overhead.memory,
+        "kube-reserved follows max pods"
+    );
+}

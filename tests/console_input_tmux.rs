@@ -94,7 +94,7 @@ fn a_paste_into_the_filter_prompt_approves_nothing() {
 fn keys_typed_before_the_first_frame_are_discarded() {
     let dir = tempfile::tempdir().unwrap();
     // The console starts a second after the shell: the keys are already waiting.
-    let tmux = console(dir.path(), "sleep 1; KARPENTER_TUI_LOG=info ", "");
+    let tmux = console(dir.path(), "sleep 1; LOG_LEVEL=info ", "");
     tmux.keys("5Ayp");
     tmux.key("Enter");
     tmux.keys("y");

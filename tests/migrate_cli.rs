@@ -132,7 +132,7 @@ fn karpenter_tui(args: &[&str], stdin: Option<&str>) -> Run {
     let mut child = Command::new(BIN)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .args(args)
-        .env_remove("KARPENTER_TUI_LOG")
+        .env_remove("LOG_LEVEL")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -302,3 +302,133 @@ fn bad_scenarios_fail_before_the_run_with_file_line_and_field_path() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+/// A scenario with pods arriving at 0 s, 3 s and 6 s (1.5 CPU each, so no two share a
+/// small node), and `extra` under the Scenario's spec.
+fn arrivals(extra: &str) -> String {
+    format!(
+        r#"apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {{name: default}}
+spec:
+  template:
+    spec:
+      requirements: [{{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}}]
+      nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}
+---
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {{name: default}}
+spec:
+  role: KarpenterNodeRole-test
+  amiSelectorTerms: [{{alias: al2023@latest}}]
+  subnetSelectorTerms: [{{tags: {{karpenter.sh/discovery: test}}}}]
+  securityGroupSelectorTerms: [{{tags: {{karpenter.sh/discovery: test}}}}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: web}}
+spec:
+  replicas: 1
+  selector: {{matchLabels: {{app: web}}}}
+  template:
+    metadata: {{labels: {{app: web}}}}
+    spec:
+      affinity:
+        nodeAffinity:
+          preferredDuringSchedulingIgnoredDuringExecution:
+            - weight: 10
+              preference:
+                matchExpressions: [{{key: node.kubernetes.io/instance-type, operator: In, values: [m5.xlarge]}}]
+      containers: [{{name: web, image: web, resources: {{requests: {{cpu: 1500m}}}}}}]
+---
+apiVersion: karpenter-tui.dev/v1alpha1
+kind: Scenario
+metadata: {{name: arrivals}}
+spec:
+  duration: 1m
+  timeline:
+    - at: 3s
+      scale: {{deployment: web, replicas: 2}}
+    - at: 6s
+      scale: {{deployment: web, replicas: 3}}
+{extra}"#
+    )
+}
+
+/// Upstream's `BATCH_IDLE_DURATION`, `BATCH_MAX_DURATION` and `PREFERENCE_POLICY`, as a
+/// scenario sets them (the flags and environment of `run` and `controller` read the same
+/// words through the same parser). Under the default 1 s idle window the first pod's
+/// node launches within a second or two, and the third pod, which no longer fits there,
+/// gets its own after it arrives; with a 5 s idle window the three pods are one batch,
+/// launched together 5 s after the last. The pods
+/// prefer m5.xlarge: respected, every NodeClaim allows that type alone; ignored, the
+/// NodeClaim may be any type that fits.
+#[test]
+fn batch_windows_and_the_preference_policy_change_what_is_launched_and_when() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let created = |name: &str, extra: &str| {
+        let path = scenario_file(dir.path(), name, &arrivals(extra));
+        let (code, stdout, stderr) = simulate(&[&path]);
+        assert_eq!(code, Some(0), "{stderr}");
+        lines(&stdout)
+            .into_iter()
+            .filter(|e| e["kind"] == "NodeClaimCreated")
+            .collect::<Vec<_>>()
+    };
+    let allowed = |e: &Value| e["instanceTypes"].as_array().map_or(0, Vec::len);
+
+    let default = created("default.yaml", "");
+    assert_eq!(default.len(), 2, "{default:?}");
+    assert!(default[0]["t"].as_f64().unwrap() < 3.0, "{default:?}");
+    assert!(default[1]["t"].as_f64().unwrap() > 6.0, "{default:?}");
+    assert!(
+        default
+            .iter()
+            .all(|e| allowed(e) == 1 && e["instanceType"] == "m5.xlarge")
+    );
+
+    let batched = created(
+        "batched.yaml",
+        "  batchIdleDuration: 5s\n  batchMaxDuration: 30s\n",
+    );
+    assert!(!batched.is_empty());
+    let t = batched[0]["t"].as_f64().unwrap();
+    // 5 s without a new pending pod after the last arrival (a pod's status change
+    // counts as an arrival, as upstream's batcher is triggered by pod events), within
+    // the 30 s maximum.
+    assert!(
+        (11.0..=30.0).contains(&t),
+        "closes 5 s after the 6 s arrival: {t}"
+    );
+    assert!(
+        batched.iter().all(|e| e["t"] == batched[0]["t"]),
+        "{batched:?}"
+    );
+
+    // The longest window caps the idle one: closed 4 s after the first arrival.
+    let capped = created(
+        "capped.yaml",
+        "  batchIdleDuration: 5s\n  batchMaxDuration: 4s\n",
+    );
+    let t = capped[0]["t"].as_f64().unwrap();
+    assert!((4.0..6.0).contains(&t), "{capped:?}");
+
+    let ignored = created("ignored.yaml", "  preferencePolicy: Ignore\n");
+    assert!(!ignored.is_empty());
+    assert!(ignored.iter().all(|e| allowed(e) > 1), "{ignored:?}");
+
+    // A value upstream would refuse is refused at its line, by its field.
+    let path = scenario_file(
+        dir.path(),
+        "bad.yaml",
+        &arrivals("  preferencePolicy: Prefer\n"),
+    );
+    let (code, stdout, stderr) = simulate(&[&path]);
+    assert_eq!(code, Some(1));
+    assert!(stdout.is_empty());
+    assert!(
+        stderr.contains("spec.preferencePolicy") && stderr.contains("Respect or Ignore"),
+        "{stderr}"
+    );
+}

@@ -74,7 +74,7 @@ fn validate(args: &[&str], stdin: Option<&str>) -> Run {
     cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
         .arg("validate")
         .args(args)
-        .env_remove("KARPENTER_TUI_LOG")
+        .env_remove("LOG_LEVEL")
         .env("NO_COLOR", "1")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

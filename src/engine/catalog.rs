@@ -172,6 +172,14 @@ impl Catalog {
         builtin::parse(text)
     }
 
+    /// [`Catalog::from_json`] with the operator's capacity options.
+    pub fn from_json_with(
+        text: &str,
+        opts: &overhead::CapacityOptions,
+    ) -> Result<(CatalogHeader, Catalog), CatalogError> {
+        builtin::parse_with(text, opts)
+    }
+
     /// `n` types shaped like upstream's benchmark (`fake.InstanceTypes(n)`); the seed only
     /// moves the per-zone spot discounts, so equal seeds give equal catalogs.
     pub fn synthetic(n: usize, seed: u64) -> Catalog {

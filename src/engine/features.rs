@@ -1,13 +1,26 @@
-//! Upstream Karpenter's `FEATURE_GATES` and `MIN_VALUES_POLICY` settings, read the same
-//! way from the command line, the environment and a scenario file (upstream
-//! `pkg/operator/options/options.go`). They switch engine behaviour (spot-to-spot
-//! consolidation, the minValues policy), so the flags and scenario files both read them
-//! here.
+//! Upstream Karpenter's settings that change what the controller decides
+//! (`FEATURE_GATES`, `MIN_VALUES_POLICY`, `PREFERENCE_POLICY`, `BATCH_MAX_DURATION`,
+//! `BATCH_IDLE_DURATION`), read the same way from the command line, the environment and
+//! a scenario file (upstream `pkg/operator/options/options.go`), so the flags and
+//! scenario files both read them here.
 
-use crate::engine::scheduling::MinValuesPolicy;
+use chrono::TimeDelta;
+
+use crate::engine::provisioning::{BATCH_IDLE, BATCH_MAX};
+use crate::engine::scheduling::{MinValuesPolicy, PreferencePolicy};
+
+/// The settings as text, wherever they were written; empty text is the default.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SettingsText<'a> {
+    pub feature_gates: &'a str,
+    pub min_values_policy: &'a str,
+    pub preference_policy: &'a str,
+    pub batch_max_duration: &'a str,
+    pub batch_idle_duration: &'a str,
+}
 
 /// The behaviour the settings switch on.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Features {
     /// `SpotToSpotConsolidation`: a spot node may be replaced by a cheaper spot node.
     pub spot_to_spot: bool,
@@ -18,6 +31,25 @@ pub struct Features {
     /// off.
     pub split_percent: Option<f64>,
     pub min_values_policy: MinValuesPolicy,
+    pub preference_policy: PreferencePolicy,
+    /// A provisioning batch closes this long after the last pending pod arrived...
+    pub batch_idle: TimeDelta,
+    /// ...or this long after it opened, whichever comes first.
+    pub batch_max: TimeDelta,
+}
+
+impl Default for Features {
+    fn default() -> Self {
+        Features {
+            spot_to_spot: false,
+            node_repair: false,
+            split_percent: None,
+            min_values_policy: MinValuesPolicy::default(),
+            preference_policy: PreferencePolicy::default(),
+            batch_idle: BATCH_IDLE,
+            batch_max: BATCH_MAX,
+        }
+    }
 }
 
 /// Upstream's gates that are accepted but change nothing here, so upstream's settings
@@ -25,12 +57,18 @@ pub struct Features {
 const INERT_GATES: [&str; 3] = ["ReservedCapacity", "NodeOverlay", "StaticCapacity"];
 
 impl Features {
-    /// Reads `gates` (`Name=true,Other=false`; a bare name is true) and the minValues
-    /// policy (`Strict` or `BestEffort`). The error names the part that is wrong, for the
-    /// caller to prefix with where it came from.
-    pub fn parse(gates: &str, min_values_policy: &str) -> Result<Features, (Setting, String)> {
+    /// Reads the gates (`Name=true,Other=false`; a bare name is true), the minValues
+    /// policy (`Strict` or `BestEffort`), the preference policy (`Respect` or `Ignore`)
+    /// and the batch windows (Go durations). The error names the setting that is wrong,
+    /// for the caller to prefix with where it came from.
+    pub fn parse(text: &SettingsText) -> Result<Features, (Setting, String)> {
         let mut f = Features::default();
-        for gate in gates.split(',').map(str::trim).filter(|g| !g.is_empty()) {
+        for gate in text
+            .feature_gates
+            .split(',')
+            .map(str::trim)
+            .filter(|g| !g.is_empty())
+        {
             let (name, value) = gate.split_once('=').unwrap_or((gate, "true"));
             let (name, value) = (name.trim(), value.trim());
             let on = match value {
@@ -58,8 +96,8 @@ impl Features {
                 }
             }
         }
-        f.min_values_policy = match min_values_policy {
-            "Strict" => MinValuesPolicy::Strict,
+        f.min_values_policy = match text.min_values_policy {
+            "Strict" | "" => MinValuesPolicy::Strict,
             "BestEffort" => MinValuesPolicy::BestEffort,
             other => {
                 return Err((
@@ -68,7 +106,69 @@ impl Features {
                 ));
             }
         };
+        f.preference_policy = match text.preference_policy {
+            "Respect" | "" => PreferencePolicy::Respect,
+            "Ignore" => PreferencePolicy::Ignore,
+            other => {
+                return Err((
+                    Setting::PreferencePolicy,
+                    format!("{other:?}: expected Respect or Ignore"),
+                ));
+            }
+        };
+        let window = |text: &str, default: TimeDelta, which: Setting| {
+            if text.is_empty() {
+                return Ok(default);
+            }
+            let d = crate::api::duration::GoDuration::parse(text)
+                .ok()
+                .and_then(|d| d.value())
+                .and_then(|d| TimeDelta::from_std(d).ok())
+                .filter(|d| *d > TimeDelta::zero() && *d <= TimeDelta::hours(1))
+                .ok_or_else(|| {
+                    (
+                        which,
+                        format!(
+                            "{text:?}: expected a duration above 0s and at most 1h, as Go writes it (10s, 500ms)"
+                        ),
+                    )
+                })?;
+            Ok(d)
+        };
+        f.batch_max = window(
+            text.batch_max_duration,
+            BATCH_MAX,
+            Setting::BatchMaxDuration,
+        )?;
+        f.batch_idle = window(
+            text.batch_idle_duration,
+            BATCH_IDLE,
+            Setting::BatchIdleDuration,
+        )?;
         Ok(f)
+    }
+
+    /// The settings in upstream's words (`FEATURE_GATES=... BATCH_MAX_DURATION=10s ...`),
+    /// for the controller's first log line: what a Deployment's environment became.
+    pub fn describe(&self) -> String {
+        let go = |d: TimeDelta| crate::api::duration::format_go(d.to_std().unwrap_or_default());
+        format!(
+            "FEATURE_GATES=SpotToSpotConsolidation={},NodeRepair={} MIN_VALUES_POLICY={:?} \
+             PREFERENCE_POLICY={:?} BATCH_MAX_DURATION={} BATCH_IDLE_DURATION={}",
+            self.spot_to_spot,
+            self.node_repair,
+            self.min_values_policy,
+            self.preference_policy,
+            go(self.batch_max),
+            go(self.batch_idle),
+        )
+    }
+
+    /// How long a node nominated for pending pods is kept from disruption: twice the
+    /// batch's maximum, at least 10 s (upstream `nominationWindow` in
+    /// `pkg/controllers/state/statenode.go`).
+    pub fn nomination_window(&self) -> TimeDelta {
+        (self.batch_max * 2).max(TimeDelta::seconds(10))
     }
 }
 
@@ -88,6 +188,9 @@ pub fn split_percent(percent: f64) -> Result<f64, String> {
 pub enum Setting {
     FeatureGates,
     MinValuesPolicy,
+    PreferencePolicy,
+    BatchMaxDuration,
+    BatchIdleDuration,
 }
 
 #[cfg(test)]
@@ -96,7 +199,14 @@ mod tests {
 
     #[test]
     fn gates_and_policy_read_as_upstream_writes_them() {
-        let f = Features::parse(
+        let parse = |gates, min_values_policy| {
+            Features::parse(&SettingsText {
+                feature_gates: gates,
+                min_values_policy,
+                ..Default::default()
+            })
+        };
+        let f = parse(
             "SpotToSpotConsolidation=true, NodeRepair=false",
             "BestEffort",
         )
@@ -104,17 +214,72 @@ mod tests {
         assert!(f.spot_to_spot);
         assert_eq!(f.min_values_policy, MinValuesPolicy::BestEffort);
         assert!(
-            Features::parse("SpotToSpotConsolidation", "Strict")
+            parse("SpotToSpotConsolidation", "Strict")
                 .unwrap()
                 .spot_to_spot
         );
-        assert_eq!(Features::parse("", "Strict").unwrap(), Features::default());
-        let (which, why) = Features::parse("Spot=yes", "Strict").unwrap_err();
+        assert_eq!(parse("", "Strict").unwrap(), Features::default());
+        let (which, why) = parse("Spot=yes", "Strict").unwrap_err();
         assert_eq!(which, Setting::FeatureGates);
         assert!(why.contains("Spot=yes: expected true or false"), "{why}");
-        let (_, why) = Features::parse("Bogus", "Strict").unwrap_err();
+        let (_, why) = parse("Bogus", "Strict").unwrap_err();
         assert!(why.contains("unknown gate \"Bogus\""), "{why}");
-        let (which, _) = Features::parse("", "Loose").unwrap_err();
+        let (which, _) = parse("", "Loose").unwrap_err();
         assert_eq!(which, Setting::MinValuesPolicy);
+    }
+
+    #[test]
+    fn preference_policy_and_batch_windows_read_as_upstream_writes_them() {
+        let f = Features::parse(&SettingsText {
+            preference_policy: "Ignore",
+            batch_max_duration: "30s",
+            batch_idle_duration: "500ms",
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(f.preference_policy, PreferencePolicy::Ignore);
+        assert_eq!(f.batch_max, TimeDelta::seconds(30));
+        assert_eq!(f.batch_idle, TimeDelta::milliseconds(500));
+        assert_eq!(f.nomination_window(), TimeDelta::seconds(60));
+        assert_eq!(
+            f.describe(),
+            "FEATURE_GATES=SpotToSpotConsolidation=false,NodeRepair=false MIN_VALUES_POLICY=Strict \
+             PREFERENCE_POLICY=Ignore BATCH_MAX_DURATION=30s BATCH_IDLE_DURATION=500ms"
+        );
+        let d = Features::default();
+        assert_eq!((d.batch_idle, d.batch_max), (BATCH_IDLE, BATCH_MAX));
+        assert_eq!(d.nomination_window(), TimeDelta::seconds(20));
+        for (text, which) in [
+            (
+                SettingsText {
+                    preference_policy: "ignore",
+                    ..Default::default()
+                },
+                Setting::PreferencePolicy,
+            ),
+            (
+                SettingsText {
+                    batch_max_duration: "10",
+                    ..Default::default()
+                },
+                Setting::BatchMaxDuration,
+            ),
+            (
+                SettingsText {
+                    batch_idle_duration: "0s",
+                    ..Default::default()
+                },
+                Setting::BatchIdleDuration,
+            ),
+            (
+                SettingsText {
+                    batch_max_duration: "2h",
+                    ..Default::default()
+                },
+                Setting::BatchMaxDuration,
+            ),
+        ] {
+            assert_eq!(Features::parse(&text).unwrap_err().0, which, "{text:?}");
+        }
     }
 }

@@ -19,10 +19,6 @@ pub const BATCH_IDLE: TimeDelta = TimeDelta::seconds(1);
 pub const BATCH_MAX: TimeDelta = TimeDelta::seconds(10);
 /// How long an insufficient-capacity error keeps an offering out (upstream: 3 minutes).
 pub const UNAVAILABLE_OFFERING_TTL: TimeDelta = TimeDelta::minutes(3);
-/// How long a nominated node is protected from disruption (upstream `nominationWindow`:
-/// twice the batch's maximum duration, at least 10 s; 20 s by default). The controller's
-/// node registry keeps each NodeClaim's nomination.
-pub const NOMINATION_WINDOW: TimeDelta = TimeDelta::seconds(20);
 
 /// The pods a provisioning round must find room for: pending pods the kube-scheduler gave
 /// up on (`Pod::is_provisionable`), plus pods bound to nodes that are being deleted, which

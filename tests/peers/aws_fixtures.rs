@@ -32,6 +32,8 @@ pub fn options(peer: &MotoPeer) -> AwsOptions {
         },
         kubernetes_version: "1.33".into(),
         max_attempts: 6,
+        capacity: Default::default(),
+        isolated_vpc: false,
         credentials: Some(("testing".into(), "testing".into())),
     }
 }

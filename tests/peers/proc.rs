@@ -37,7 +37,7 @@ impl Proc {
     pub fn start_with(args: &[&str], env: &[(String, String)]) -> Proc {
         let mut child = Command::new(binary())
             .args(args)
-            .env("KARPENTER_TUI_LOG", "info")
+            .env("LOG_LEVEL", "info")
             .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

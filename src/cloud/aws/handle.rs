@@ -94,7 +94,13 @@ impl AwsHandle {
     /// the note. True when the prices changed (the catalog is then built again).
     pub async fn refresh_prices(&self) -> bool {
         let region = self.clients.region.clone();
-        let read = pricing::fetch(&self.clients.pricing, &region).await;
+        let read = if self.opts.isolated_vpc {
+            Err(CloudError(
+                "ISOLATED_VPC: the Pricing API is not reached from an isolated VPC".into(),
+            ))
+        } else {
+            pricing::fetch(&self.clients.pricing, &region).await
+        };
         let mut current = self
             .shared
             .on_demand
@@ -160,9 +166,14 @@ impl AwsHandle {
         let zones = instance_types::describe_offerings(ec2).await?;
         let spot = instance_types::describe_spot_prices(ec2).await?;
         let on_demand = self.on_demand();
-        let catalog = instance_types::catalog(&self.clients.region, &infos, &zones, &spot, &|t| {
-            on_demand.prices.get(t).copied()
-        })?;
+        let catalog = instance_types::catalog(
+            &self.clients.region,
+            &infos,
+            &zones,
+            &spot,
+            &|t| on_demand.prices.get(t).copied(),
+            &self.opts.capacity,
+        )?;
         let n = catalog.instance_types.len();
         let hardware = hardware::of_all(&infos);
         let hardware_changed = {

@@ -173,6 +173,7 @@ fn record(
     on_demand: f64,
     zones: &BTreeSet<String>,
     spot: &BTreeMap<String, f64>,
+    reserved_enis: i64,
 ) -> Option<Value> {
     let name = info.instance_type()?.as_str().to_string();
     let architectures: Vec<&str> = info
@@ -231,8 +232,15 @@ fn record(
     );
     e.insert("arch".into(), json!(arch));
     e.insert("architectures".into(), json!(architectures));
-    // Upstream ENILimitedPods on the default network card.
-    e.insert("max_pods".into(), json!(enis * (ipv4 - 1) + 2));
+    // Upstream ENILimitedPods on the default network card, less the reserved ENIs.
+    e.insert(
+        "max_pods".into(),
+        json!(crate::engine::catalog::overhead::eni_limited_pods(
+            enis,
+            ipv4,
+            reserved_enis
+        )),
+    );
     let gpus = info.gpu_info().map(|g| g.gpus()).unwrap_or_default();
     if !gpus.is_empty() {
         let g: Vec<Value> = gpus
@@ -283,6 +291,7 @@ pub fn catalog(
     zones: &BTreeMap<String, BTreeSet<String>>,
     spot: &BTreeMap<(String, String), f64>,
     on_demand: &dyn Fn(&str) -> Option<f64>,
+    opts: &crate::engine::catalog::overhead::CapacityOptions,
 ) -> Result<Catalog, CloudError> {
     let empty = BTreeSet::new();
     let records: Vec<Value> = infos
@@ -298,7 +307,7 @@ pub fn catalog(
                         .map(|p| (z.clone(), *p))
                 })
                 .collect();
-            record(info, price, zones, &spot)
+            record(info, price, zones, &spot, opts.reserved_enis)
         })
         .collect();
     let file = json!({
@@ -309,7 +318,7 @@ pub fn catalog(
                                "spot_prices": "DescribeSpotPriceHistory"}},
         "instance_types": records,
     });
-    Catalog::from_json(&file.to_string())
+    Catalog::from_json_with(&file.to_string(), opts)
         .map(|(_, c)| c)
         .map_err(|e| CloudError(format!("EC2 instance types: {e}")))
 }

@@ -87,6 +87,11 @@ pub struct AwsOptions {
     pub max_attempts: u32,
     /// Static credentials (access key id, secret) instead of the chain: for an emulator.
     pub credentials: Option<(String, String)>,
+    /// `VM_MEMORY_OVERHEAD_PERCENT` and `RESERVED_ENIS`, applied to every instance type.
+    pub capacity: crate::engine::catalog::overhead::CapacityOptions,
+    /// `ISOLATED_VPC`: the Pricing API is out of reach, so it is never called and the
+    /// built-in on-demand prices stand.
+    pub isolated_vpc: bool,
 }
 
 /// The AWS clients, built once from the standard credential chain.

@@ -809,18 +809,26 @@ fn build(
         });
     }
     timeline.sort_by_key(|t| (t.at, t.index));
-    let features = crate::engine::features::Features::parse(
-        spec.feature_gates.as_deref().unwrap_or(""),
-        spec.min_values_policy.as_deref().unwrap_or("Strict"),
-    )
-    .unwrap_or_else(|(which, why)| {
-        let field = match which {
-            crate::engine::features::Setting::FeatureGates => "spec.featureGates",
-            crate::engine::features::Setting::MinValuesPolicy => "spec.minValuesPolicy",
-        };
-        errors.at(spec_doc, field, why);
-        Default::default()
-    });
+    let features =
+        crate::engine::features::Features::parse(&crate::engine::features::SettingsText {
+            feature_gates: spec.feature_gates.as_deref().unwrap_or(""),
+            min_values_policy: spec.min_values_policy.as_deref().unwrap_or(""),
+            preference_policy: spec.preference_policy.as_deref().unwrap_or(""),
+            batch_max_duration: spec.batch_max_duration.as_deref().unwrap_or(""),
+            batch_idle_duration: spec.batch_idle_duration.as_deref().unwrap_or(""),
+        })
+        .unwrap_or_else(|(which, why)| {
+            use crate::engine::features::Setting;
+            let field = match which {
+                Setting::FeatureGates => "spec.featureGates",
+                Setting::MinValuesPolicy => "spec.minValuesPolicy",
+                Setting::PreferencePolicy => "spec.preferencePolicy",
+                Setting::BatchMaxDuration => "spec.batchMaxDuration",
+                Setting::BatchIdleDuration => "spec.batchIdleDuration",
+            };
+            errors.at(spec_doc, field, why);
+            Default::default()
+        });
     let mut features = features;
     if let Some(p) = spec.split_consolidation {
         match crate::engine::features::split_percent(p) {

@@ -31,6 +31,12 @@ pub struct ScenarioSpec {
     pub feature_gates: Option<String>,
     /// Upstream's `MIN_VALUES_POLICY`: `Strict` (the default) or `BestEffort`.
     pub min_values_policy: Option<String>,
+    /// Upstream's `PREFERENCE_POLICY`: `Respect` (the default) or `Ignore`.
+    pub preference_policy: Option<String>,
+    /// Upstream's `BATCH_MAX_DURATION` (default 10s).
+    pub batch_max_duration: Option<String>,
+    /// Upstream's `BATCH_IDLE_DURATION` (default 1s).
+    pub batch_idle_duration: Option<String>,
     /// Split consolidation's share, in percent, as `--split-consolidation` takes it (not
     /// an upstream setting; off when absent).
     pub split_consolidation: Option<f64>,

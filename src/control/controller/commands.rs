@@ -82,8 +82,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         self.disruption.explain = self.snapshot_tx.receiver_count() > 0;
         self.disruption.revision = self.generation;
         let effects = {
-            let prepared = Prepared::placed(&state, &self.places)
-                .with_min_values_policy(self.min_values_policy);
+            let prepared = Prepared::placed(&state, &self.places).with_policies(&self.features);
             if full {
                 self.last_pass = Some((now, self.generation));
                 let began = std::time::Instant::now();

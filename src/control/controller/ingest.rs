@@ -438,7 +438,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
     /// Marks a NodeClaim nominated at `now` (protected from disruption for the window,
     /// upstream `NominateNodeForPod`: 2 × the batch's maximum, at least 10 s).
     pub(super) fn nominate(&mut self, claim: &str, now: DateTime<Utc>) {
-        let until = now + crate::engine::provisioning::NOMINATION_WINDOW;
+        let until = now + self.features.nomination_window();
         let Some(r) = self.registry.get_mut(claim) else {
             return;
         };

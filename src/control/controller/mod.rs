@@ -132,8 +132,9 @@ pub struct Controller<C: Cluster, P: CloudProvider> {
     /// and drift verdicts are asked for again.
     cloud_generation: u64,
 
-    /// Upstream's `MIN_VALUES_POLICY`, for provisioning.
-    min_values_policy: crate::engine::scheduling::MinValuesPolicy,
+    /// Upstream's settings (`MIN_VALUES_POLICY`, `PREFERENCE_POLICY` for every
+    /// simulation; the batch windows for the nomination window).
+    features: crate::engine::features::Features,
     /// Each NodePool's status as last written (see `status.rs`).
     pool_status_written: HashMap<String, crate::cluster::PoolStatus>,
     /// The approval protocol's state in the cluster (decision records, requests, pauses).
@@ -223,7 +224,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             places: PodPlaces::default(),
             places_unaudited: 0,
             generation: 0,
-            batcher: Batcher::default(),
+            batcher: Batcher::new(settings.features.batch_idle, settings.features.batch_max),
             unavailable: UnavailableOfferings::default(),
             nominated: HashMap::new(),
             unschedulable: HashMap::new(),
@@ -236,7 +237,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
             last_gc: None,
             cloud_generation: 0,
             pool_status_written: HashMap::new(),
-            min_values_policy: settings.features.min_values_policy,
+            features: settings.features,
             protocol: protocol::Protocol::default(),
             recovered: false,
             recent: VecDeque::new(),

@@ -18,8 +18,7 @@ impl<C: Cluster, P: CloudProvider> Controller<C, P> {
         // whole on the first write): what reads it lives in this block.
         let (results, pools) = {
             let state = std::sync::Arc::clone(&self.state);
-            let prepared = Prepared::placed(&state, &self.places)
-                .with_min_values_policy(self.min_values_policy);
+            let prepared = Prepared::placed(&state, &self.places).with_policies(&self.features);
             let pods = prepared.pending();
             if pods.is_empty() {
                 return;

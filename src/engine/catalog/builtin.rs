@@ -137,13 +137,22 @@ impl<'de> Deserialize<'de> for Borrowed<'de> {
 
 /// Parses a catalog file; every type must have a positive vCPU count, memory and price.
 pub fn parse(text: &str) -> Result<(CatalogHeader, Catalog), CatalogError> {
+    parse_with(text, &overhead::CapacityOptions::default())
+}
+
+/// [`parse`] with the operator's capacity options (the VM memory overhead; the file's
+/// `max_pods` already counts only usable ENIs).
+pub fn parse_with(
+    text: &str,
+    opts: &overhead::CapacityOptions,
+) -> Result<(CatalogHeader, Catalog), CatalogError> {
     let raw: RawFile = serde_json::from_str(text)?;
     let region = raw.header.region.clone();
     let prefix = raw.header.label_prefix.clone();
     let instance_types = raw
         .instance_types
         .into_iter()
-        .map(|t| convert(t, &region, &prefix))
+        .map(|t| convert(t, &region, &prefix, opts.vm_memory_overhead_percent))
         .collect::<Result<Vec<_>, _>>()?;
     Ok((raw.header, Catalog { instance_types }))
 }
@@ -160,7 +169,12 @@ fn valid_price(p: f64) -> bool {
     p.is_finite() && p > 0.0
 }
 
-fn convert(t: RawType, region: &str, prefix: &str) -> Result<InstanceType, CatalogError> {
+fn convert(
+    t: RawType,
+    region: &str,
+    prefix: &str,
+    vm_memory_overhead_percent: f64,
+) -> Result<InstanceType, CatalogError> {
     if t.vcpu <= 0 {
         return Err(invalid(&t.name, "vcpu", "expected a positive count"));
     }
@@ -181,7 +195,11 @@ fn convert(t: RawType, region: &str, prefix: &str) -> Result<InstanceType, Catal
         .map_or(t.arch == "arm64", |a| a == "arm64");
     let mut capacity = Resources {
         cpu,
-        memory: overhead::mib_to_milli(overhead::capacity_memory_mib(t.memory_mib, arm64_first)),
+        memory: overhead::mib_to_milli(overhead::capacity_memory_mib(
+            t.memory_mib,
+            arm64_first,
+            vm_memory_overhead_percent,
+        )),
         pods: t.max_pods * 1000,
         ephemeral_storage: DEFAULT_ROOT_VOLUME_BYTES * 1000,
         extended: Vec::new(),

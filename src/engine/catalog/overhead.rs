@@ -12,13 +12,33 @@ use crate::engine::resources::Resources;
 /// advertised memory the hypervisor and firmware keep, unknown until a node reports.
 pub const VM_MEMORY_OVERHEAD_PERCENT: f64 = 0.075;
 
+/// Upstream's options that change an instance type's capacity before any node of it
+/// reports (AWS provider `pkg/operator/options`): `VM_MEMORY_OVERHEAD_PERCENT` and
+/// `RESERVED_ENIS`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CapacityOptions {
+    /// The share of advertised memory the hypervisor keeps (0.075).
+    pub vm_memory_overhead_percent: f64,
+    /// ENIs kept for other uses (VPC CNI custom networking): not counted toward max pods.
+    pub reserved_enis: i64,
+}
+
+impl Default for CapacityOptions {
+    fn default() -> Self {
+        CapacityOptions {
+            vm_memory_overhead_percent: VM_MEMORY_OVERHEAD_PERCENT,
+            reserved_enis: 0,
+        }
+    }
+}
+
 /// Upstream `amifamily.DefaultEBS.VolumeSize` (20Gi), the AL2023 root volume: it is the
 /// node's ephemeral storage unless the EC2NodeClass maps a bigger one.
 pub const DEFAULT_ROOT_VOLUME_BYTES: i64 = 20 << 30;
 
 /// Upstream `memory()`: Graviton (first architecture arm64) loses 64 MiB to the CMA
 /// reservation, then the VM overhead share is taken off, rounded up to whole MiB.
-pub fn capacity_memory_mib(advertised_mib: i64, arm64_first: bool) -> i64 {
+pub fn capacity_memory_mib(advertised_mib: i64, arm64_first: bool, overhead_percent: f64) -> i64 {
     let mib = if arm64_first {
         advertised_mib - 64
     } else {
@@ -26,13 +46,15 @@ pub fn capacity_memory_mib(advertised_mib: i64, arm64_first: bool) -> i64 {
     };
     let bytes = mib as f64 * 1024.0 * 1024.0;
     // Same float expression as upstream, so the rounding agrees to the MiB.
-    let overhead = (bytes * VM_MEMORY_OVERHEAD_PERCENT / 1024.0 / 1024.0).ceil() as i64;
+    let overhead = (bytes * overhead_percent / 1024.0 / 1024.0).ceil() as i64;
     mib - overhead
 }
 
 /// Upstream `ENILimitedPods()`: the VPC CNI gives every pod a secondary IP of the default
 /// network card; each ENI keeps one primary address, and two host-network pods are free.
-pub fn eni_limited_pods(enis: i64, ipv4_per_eni: i64) -> i64 {
+/// Reserved ENIs (`RESERVED_ENIS`) give no pod an address.
+pub fn eni_limited_pods(enis: i64, ipv4_per_eni: i64, reserved_enis: i64) -> i64 {
+    let enis = enis - reserved_enis;
     if enis <= 0 {
         return 0;
     }
@@ -116,16 +138,27 @@ mod tests {
     #[test]
     fn memory_capacity_loses_the_vm_share_and_graviton_cma() {
         // 8192 MiB * 7.5% = 614.4 -> 615 MiB.
-        assert_eq!(capacity_memory_mib(8192, false), 7577);
+        assert_eq!(
+            capacity_memory_mib(8192, false, VM_MEMORY_OVERHEAD_PERCENT),
+            7577
+        );
         // arm64: (8192 - 64) = 8128; 8128 * 7.5% = 609.6 -> 610 MiB.
-        assert_eq!(capacity_memory_mib(8192, true), 7518);
+        assert_eq!(
+            capacity_memory_mib(8192, true, VM_MEMORY_OVERHEAD_PERCENT),
+            7518
+        );
     }
 
     #[test]
     fn eni_formula() {
-        assert_eq!(eni_limited_pods(3, 10), 29);
-        assert_eq!(eni_limited_pods(4, 15), 58);
-        assert_eq!(eni_limited_pods(0, 15), 0);
+        assert_eq!(eni_limited_pods(3, 10, 0), 29);
+        // RESERVED_ENIS=1 on an m5.large-like type: 2 usable ENIs of 10 addresses.
+        assert_eq!(eni_limited_pods(3, 10, 1), 20);
+        assert_eq!(eni_limited_pods(3, 10, 3), 0);
+        // A 10% VM overhead takes 820 MiB of 8 GiB instead of 615.
+        assert_eq!(capacity_memory_mib(8192, false, 0.1), 7372);
+        assert_eq!(eni_limited_pods(4, 15, 0), 58);
+        assert_eq!(eni_limited_pods(0, 15, 0), 0);
     }
 
     #[test]

@@ -10,7 +10,8 @@ use std::sync::Arc;
 use crate::engine::pod::{Pod, PodKey};
 use crate::engine::pod_places::{NodeLoad, PodFacts, PodPlaces};
 use crate::engine::scheduling::{
-    BoundPod, GroupCounts, MinValuesPolicy, NodeInput, NodeLabels, PoolInput, Simulator, SolveInput,
+    BoundPod, GroupCounts, MinValuesPolicy, NodeInput, NodeLabels, PoolInput, PreferencePolicy,
+    Simulator, SolveInput,
 };
 use crate::engine::state::{ClusterState, StateNode};
 
@@ -233,6 +234,9 @@ pub struct Prepared<'s> {
     /// provisioning does (upstream's `SimulateScheduling` builds its scheduler with the
     /// same options as the provisioner's).
     min_values_policy: MinValuesPolicy,
+    /// The operator's preference policy, as provisioning applies it (upstream
+    /// `SimulateScheduling` in `disruption/helpers.go`).
+    preference_policy: PreferencePolicy,
 }
 
 impl<'s> Prepared<'s> {
@@ -246,6 +250,7 @@ impl<'s> Prepared<'s> {
             moving: OnceCell::new(),
             group_counts: OnceCell::new(),
             min_values_policy: MinValuesPolicy::default(),
+            preference_policy: PreferencePolicy::default(),
         }
     }
 
@@ -253,6 +258,14 @@ impl<'s> Prepared<'s> {
     /// best effort).
     pub fn with_min_values_policy(mut self, policy: MinValuesPolicy) -> Self {
         self.min_values_policy = policy;
+        self
+    }
+
+    /// Simulations over this state schedule under the operator's minValues and
+    /// preference policies.
+    pub fn with_policies(mut self, features: &crate::engine::features::Features) -> Self {
+        self.min_values_policy = features.min_values_policy;
+        self.preference_policy = features.preference_policy;
         self
     }
 
@@ -290,6 +303,7 @@ impl<'s> Prepared<'s> {
                 None => SimInput::new(self.state, self.pods_by_node()),
             };
             sim.input.min_values_policy = self.min_values_policy;
+            sim.input.preference_policy = self.preference_policy;
             sim
         })
     }

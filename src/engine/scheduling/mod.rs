@@ -59,6 +59,19 @@ pub enum MinValuesPolicy {
     BestEffort,
 }
 
+/// How the scheduler treats preferences: preferred node and pod (anti-)affinity and
+/// ScheduleAnyway topology spreads (upstream `PREFERENCE_POLICY`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum PreferencePolicy {
+    /// Preferences start as requirements and are relaxed one at a time when a pod does
+    /// not fit (upstream default).
+    #[default]
+    Respect,
+    /// Preferences are dropped before scheduling: only required constraints shape the
+    /// plan, so consolidation is not held back by what a pod merely prefers.
+    Ignore,
+}
+
 /// A NodePool and the instance types it may launch (already narrowed to its NodeClass;
 /// offerings marked unavailable by the ICE cache are skipped).
 #[derive(Clone, Debug)]
@@ -120,6 +133,7 @@ pub struct SolveInput<'a> {
     /// Pods already bound, with their node's labels and taints: they count toward topology.
     pub bound: Vec<BoundPod<'a>>,
     pub min_values_policy: MinValuesPolicy,
+    pub preference_policy: PreferencePolicy,
 }
 
 /// A NodeClaim the solve decided to create.

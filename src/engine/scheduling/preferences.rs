@@ -8,6 +8,7 @@ use std::borrow::Cow;
 
 use crate::engine::pod::Pod;
 use crate::engine::requirements::{Requirements, pod_requirements, strict_pod_requirements};
+use crate::engine::scheduling::PreferencePolicy;
 
 /// The working copy of one pod.
 #[derive(Clone, Debug)]
@@ -24,9 +25,19 @@ pub struct WorkPod<'a> {
 }
 
 impl<'a> WorkPod<'a> {
-    pub fn new(pod: &'a Pod) -> Result<WorkPod<'a>, String> {
+    /// The pod as the scheduler starts on it. Under [`PreferencePolicy::Ignore`] its
+    /// preferences are gone before the first try (upstream builds its pod data with
+    /// strict requirements and skips ScheduleAnyway spreads, `scheduler.go` and
+    /// `topology.go`), so a pod with nothing but preferences is never relaxed.
+    pub fn new(pod: &'a Pod, policy: PreferencePolicy) -> Result<WorkPod<'a>, String> {
+        let pod = match policy {
+            PreferencePolicy::Ignore if has_preferences(pod) => {
+                Cow::Owned(without_preferences(pod))
+            }
+            _ => Cow::Borrowed(pod),
+        };
         let mut w = WorkPod {
-            pod: Cow::Borrowed(pod),
+            pod,
             requirements: Requirements::new(),
             strict: Requirements::new(),
             tolerate_prefer: false,
@@ -91,6 +102,31 @@ impl<'a> WorkPod<'a> {
         }
         relaxed
     }
+}
+
+/// Whether a pod prefers anything: preferred pod (anti-)affinity, preferred node
+/// affinity or a ScheduleAnyway spread.
+fn has_preferences(p: &Pod) -> bool {
+    !p.preferred_affinity.is_empty()
+        || !p.preferred_anti_affinity.is_empty()
+        || p.spread.iter().any(|s| !s.hard)
+        || p.node_affinity.as_ref().is_some_and(|na| {
+            na.preferred_during_scheduling_ignored_during_execution
+                .as_ref()
+                .is_some_and(|t| !t.is_empty())
+        })
+}
+
+/// The pod with only its required constraints.
+fn without_preferences(p: &Pod) -> Pod {
+    let mut pod = p.clone();
+    pod.preferred_affinity.clear();
+    pod.preferred_anti_affinity.clear();
+    pod.spread.retain(|s| s.hard);
+    if let Some(na) = pod.node_affinity.as_mut() {
+        na.preferred_during_scheduling_ignored_during_execution = None;
+    }
+    pod
 }
 
 /// Removes the heaviest term (first among equals), as upstream's stable sort then `[1:]`.

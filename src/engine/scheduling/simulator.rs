@@ -381,7 +381,7 @@ impl<'a> Simulator<'a> {
         let mut work: Vec<WorkPod> = Vec::with_capacity(pods.len());
         let mut queue_pods = Vec::with_capacity(pods.len());
         for p in pods {
-            match WorkPod::new(p) {
+            match WorkPod::new(p, input.preference_policy) {
                 Ok(w) => {
                     queue_pods.push(work.len());
                     work.push(w);

@@ -306,6 +306,49 @@ fn preferred_node_affinity_is_relaxed_when_it_cannot_be_met() {
     assert_eq!(r.new_nodeclaims.len(), 1);
 }
 
+/// PREFERENCE_POLICY: a pod that prefers the large type gets a NodeClaim of that type
+/// alone under Respect; under Ignore the preference is gone and the NodeClaim may be any
+/// type that fits, cheapest first. A zonal ScheduleAnyway spread goes the same way.
+#[test]
+fn preferences_are_requirements_under_respect_and_gone_under_ignore() {
+    let pools = [pool("", "default")];
+    let mut p = cpu_pod("p", 1000);
+    p.node_affinity = Some(serde_json::from_value(serde_json::json!({
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 50, "preference": {"matchExpressions": [
+                {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["large.4cpu"]}]}}
+        ]
+    })).unwrap());
+    let types_of = |policy| {
+        let mut inp = input(&pools, &two_and_four());
+        inp.preference_policy = policy;
+        let r = solve(&inp, &[&p]);
+        assert!(r.errors.is_empty(), "{:?}", r.errors);
+        assert_eq!(r.new_nodeclaims.len(), 1);
+        r.new_nodeclaims[0]
+            .instance_types
+            .iter()
+            .map(|t| t.name.clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(types_of(PreferencePolicy::Respect), ["large.4cpu"]);
+    assert_eq!(
+        types_of(PreferencePolicy::Ignore),
+        ["small.2cpu", "large.4cpu"]
+    );
+
+    let mut spread = cpu_pod("s", 1000);
+    let labels = BTreeMap::from([("app".to_string(), "s".to_string())]);
+    spread.labels = labels.clone();
+    let mut zonal = zone_spread(&labels);
+    zonal.hard = false;
+    spread.spread.push(zonal);
+    let ignored = WorkPod::new(&spread, PreferencePolicy::Ignore).unwrap();
+    assert!(ignored.pod.spread.is_empty() && !ignored.has_topology);
+    let respected = WorkPod::new(&spread, PreferencePolicy::Respect).unwrap();
+    assert_eq!(respected.pod.spread.len(), 1);
+}
+
 /// Random batches of pods with random sizes, hostname anti-affinity and zonal spreads.
 fn arb_pods() -> impl Strategy<Value = Vec<Pod>> {
     prop::collection::vec((1i64..=8, 0u8..4, 0u8..3), 1..40).prop_map(|specs| {
@@ -473,7 +516,7 @@ fn preferences_relax_in_upstream_order() {
         hard: false,
         ..zone_spread(&BTreeMap::new())
     });
-    let mut w = WorkPod::new(&p).unwrap();
+    let mut w = WorkPod::new(&p, PreferencePolicy::Respect).unwrap();
     assert!(
         w.requirements.get("a").is_some(),
         "the heaviest preference starts as a requirement"
