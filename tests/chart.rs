@@ -14,6 +14,8 @@
 mod kube_peer;
 #[path = "peers/packaging_tools.rs"]
 mod packaging_tools;
+#[path = "peers/proc.rs"]
+mod proc;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -368,11 +370,8 @@ fn the_default_deployment_runs_as_deploy_controller_yaml_does() {
         env, expected,
         "empty settings (endpoint, queue) are left out"
     );
-    karpenter_tui::engine::features::Features::parse(
-        &env["FEATURE_GATES"],
-        &env["MIN_VALUES_POLICY"],
-    )
-    .unwrap_or_else(|(_, why)| panic!("the binary refuses the chart's defaults: {why}"));
+    settings_of(&env)
+        .unwrap_or_else(|(_, why)| panic!("the binary refuses the chart's defaults: {why}"));
 
     let pdb = find(&docs, "PodDisruptionBudget");
     assert_eq!(pdb["spec"]["maxUnavailable"], 1);
@@ -492,11 +491,8 @@ fn values_land_as_settings_env_service_account_annotations_and_scheduling() {
     ] {
         assert_eq!(env.get(var).map(String::as_str), Some(value), "{var}");
     }
-    let features = karpenter_tui::engine::features::Features::parse(
-        &env["FEATURE_GATES"],
-        &env["MIN_VALUES_POLICY"],
-    )
-    .unwrap_or_else(|(_, why)| panic!("the binary refuses the rendered gates: {why}"));
+    let features = settings_of(&env)
+        .unwrap_or_else(|(_, why)| panic!("the binary refuses the rendered settings: {why}"));
     assert!(features.spot_to_spot && features.node_repair);
 
     let sa = find(&docs, "ServiceAccount");
@@ -727,4 +723,125 @@ fn the_rendered_chart_applies_to_a_cluster_and_reads_back_as_rendered() {
     assert_eq!(pdb["spec"]["maxUnavailable"], 1);
     let crd = peer.get_json(&["get", "crd", "nodepools.karpenter.sh"]);
     assert_eq!(crd["spec"]["names"]["kind"], "NodePool");
+}
+
+/// The rendered Deployment's container, run as the kubelet would run it (its args, its
+/// environment with the downward API filled in) against the kube peer where the chart
+/// was applied: the controller starts with every setting the chart wrote, reads each
+/// under upstream's name (its first log line says what they became), elects itself on
+/// the Lease and serves /readyz. A setting the binary refused would stop it here, where
+/// a real pod would crash-loop.
+#[test]
+fn the_rendered_controller_starts_with_the_charts_settings() {
+    let peer = KubePeer::start();
+    let file = values_file(
+        "cloud: sim\nlogLevel: debug\nsettings:\n  batchMaxDuration: 20s\n  batchIdleDuration: 2s\n  preferencePolicy: Ignore\n  minValuesPolicy: BestEffort\n  featureGates: {spotToSpotConsolidation: true}\n",
+    );
+    let rendered = stdout_of(&mut helm_template(
+        RELEASE,
+        NAMESPACE,
+        &["-f", &values_arg(&file), "--include-crds"],
+    ));
+    let namespace = format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {NAMESPACE}\n");
+    peer.kubectl(&["apply", "-f", "-"], &namespace);
+    peer.kubectl(&["apply", "-f", "-"], &rendered);
+    let docs = yaml_docs(&rendered, "helm template output");
+    let c = container(find(&docs, "Deployment"));
+    let mut args: Vec<String> = strings(&c["args"]);
+    assert_eq!(args[..3], ["controller", "--cloud", "sim"]);
+    let kubeconfig = peer.kubeconfig_path().display().to_string();
+    // Outside a pod: the peer's kubeconfig instead of the service account, any free port
+    // instead of 8080, short lease timings.
+    args.extend(
+        [
+            "--kubeconfig",
+            &kubeconfig,
+            "--metrics-addr",
+            "127.0.0.1:0",
+            "--lease",
+            "3,2,0.5",
+        ]
+        .map(String::from),
+    );
+    let env: Vec<(String, String)> = env_of(find(&docs, "Deployment"))
+        .into_iter()
+        .map(|(k, v)| match v.as_str() {
+            "<metadata.name>" => (k, "karpenter-tui-7d9f-abcde".into()),
+            "<metadata.namespace>" => (k, NAMESPACE.into()),
+            _ => (k, v),
+        })
+        .collect();
+    assert!(
+        env.iter().any(|(k, v)| k == "LOG_LEVEL" && v == "debug"),
+        "{env:?}"
+    );
+    let arg_refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let p = proc::Proc::start_with(&arg_refs, &env);
+    let addr = proc::endpoints_of(&p);
+    let log = p.wait_stderr("the settings line", |s| s.contains("settings: "));
+    let line = log.lines().find(|l| l.contains("settings: ")).unwrap();
+    for want in [
+        "SpotToSpotConsolidation=true",
+        "NodeRepair=false",
+        "MIN_VALUES_POLICY=BestEffort",
+        "PREFERENCE_POLICY=Ignore",
+        "BATCH_MAX_DURATION=20s",
+        "BATCH_IDLE_DURATION=2s",
+    ] {
+        assert!(line.contains(want), "{want} in {line}");
+    }
+    assert!(
+        log.contains("DEBUG"),
+        "LOG_LEVEL=debug logs at debug:\n{log}"
+    );
+    // Ready once it listed the cluster, as the readiness probe asks.
+    let ready = (0..600).any(|_| {
+        let ok = http_get(&addr, "/readyz").starts_with("HTTP/1.1 200");
+        if !ok {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        ok
+    });
+    assert!(ready, "/readyz never answered 200; stderr:\n{}", p.stderr());
+    let lease = peer.get_json(&["get", "lease", DEFAULT_LEASE_NAME, "-n", NAMESPACE]);
+    assert_eq!(
+        lease["spec"]["holderIdentity"]
+            .as_str()
+            .map(|h| h.is_empty()),
+        Some(false)
+    );
+}
+
+/// The engine settings a container environment gives, through the binary's own parser.
+fn settings_of(
+    env: &BTreeMap<String, String>,
+) -> Result<
+    karpenter_tui::engine::features::Features,
+    (karpenter_tui::engine::features::Setting, String),
+> {
+    let get = |k: &str| env.get(k).map_or("", String::as_str);
+    karpenter_tui::engine::features::Features::parse(
+        &karpenter_tui::engine::features::SettingsText {
+            feature_gates: get("FEATURE_GATES"),
+            min_values_policy: get("MIN_VALUES_POLICY"),
+            preference_policy: get("PREFERENCE_POLICY"),
+            batch_max_duration: get("BATCH_MAX_DURATION"),
+            batch_idle_duration: get("BATCH_IDLE_DURATION"),
+        },
+    )
+}
+
+/// One GET over a fresh connection; the whole answer.
+fn http_get(addr: &str, path: &str) -> String {
+    use std::io::{Read, Write};
+    let Ok(mut s) = std::net::TcpStream::connect(addr) else {
+        return String::new();
+    };
+    let _ = write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    );
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    out
 }
