@@ -16,6 +16,8 @@ mod kube_peer;
 mod packaging_tools;
 #[path = "peers/proc.rs"]
 mod proc;
+#[path = "peers/rbac.rs"]
+mod rbac;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -27,6 +29,7 @@ use karpenter_tui::cluster::kube::SETTINGS;
 use karpenter_tui::cluster::kube::lease::DEFAULT_LEASE_NAME;
 use kube_peer::KubePeer;
 use packaging_tools::{helm, output, stdout_of};
+use rbac::{grants, strings};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -98,35 +101,6 @@ fn kinds(docs: &[Value]) -> BTreeSet<String> {
     docs.iter()
         .map(|d| d["kind"].as_str().expect("a kind").to_string())
         .collect()
-}
-
-fn strings(v: &Value) -> Vec<String> {
-    v.as_array()
-        .map(|a| a.iter().map(|s| s.as_str().unwrap().to_string()).collect())
-        .unwrap_or_default()
-}
-
-type Grant = (String, String, String, String);
-
-/// Every (apiGroup, resource, verb, resourceName or "") a role's rules grant.
-fn grants(role: &Value) -> BTreeSet<Grant> {
-    let mut out = BTreeSet::new();
-    for rule in role["rules"].as_array().expect("rules") {
-        let mut names = strings(&rule["resourceNames"]);
-        if names.is_empty() {
-            names.push(String::new());
-        }
-        for group in strings(&rule["apiGroups"]) {
-            for resource in strings(&rule["resources"]) {
-                for verb in strings(&rule["verbs"]) {
-                    for name in &names {
-                        out.insert((group.clone(), resource.clone(), verb.clone(), name.clone()));
-                    }
-                }
-            }
-        }
-    }
-    out
 }
 
 fn container(deployment: &Value) -> &Value {

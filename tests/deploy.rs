@@ -5,11 +5,15 @@
 //! replicas, downward-API identity, probes and metrics on the endpoints' port, a locked-down
 //! container).
 
+#[path = "peers/rbac.rs"]
+mod rbac;
+
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::Path;
 
 use karpenter_tui::api::crds::crds_yaml;
+use rbac::{grants, strings};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -43,39 +47,6 @@ fn find<'a>(docs: &'a [Value], kind: &str, name: &str) -> &'a Value {
     docs.iter()
         .find(|d| d["kind"] == kind && d["metadata"]["name"] == name)
         .unwrap_or_else(|| panic!("no {kind} {name} in deploy/"))
-}
-
-fn strings(v: &Value) -> Vec<String> {
-    v.as_array()
-        .map(|a| {
-            a.iter()
-                .map(|s| s.as_str().expect("a string").to_string())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// Every (apiGroup, resource, verb, resourceName or "") a role's rules grant.
-fn grants(role: &Value) -> BTreeSet<(String, String, String, String)> {
-    let mut out = BTreeSet::new();
-    for rule in role["rules"].as_array().expect("rules") {
-        let names = strings(&rule["resourceNames"]);
-        let names = if names.is_empty() {
-            vec![String::new()]
-        } else {
-            names
-        };
-        for group in strings(&rule["apiGroups"]) {
-            for resource in strings(&rule["resources"]) {
-                for verb in strings(&rule["verbs"]) {
-                    for name in &names {
-                        out.insert((group.clone(), resource.clone(), verb.clone(), name.clone()));
-                    }
-                }
-            }
-        }
-    }
-    out
 }
 
 fn needed(table: &[(&str, &str, &[&str], &str)]) -> BTreeSet<(String, String, String, String)> {

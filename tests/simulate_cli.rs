@@ -170,7 +170,10 @@ fn scenario_file(dir: &Path, name: &str, text: &str) -> String {
     p.display().to_string()
 }
 
-const HEADER: &str = r#"apiVersion: karpenter.sh/v1
+/// An on-demand NodePool and its EC2NodeClass, the start of every scenario here.
+macro_rules! pool_and_class {
+    () => {
+        r#"apiVersion: karpenter.sh/v1
 kind: NodePool
 metadata: {name: default}
 spec:
@@ -188,7 +191,13 @@ spec:
   subnetSelectorTerms: [{tags: {karpenter.sh/discovery: test}}]
   securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: test}}]
 ---
-apiVersion: apps/v1
+"#
+    };
+}
+
+const HEADER: &str = concat!(
+    pool_and_class!(),
+    r#"apiVersion: apps/v1
 kind: Deployment
 metadata: {name: web}
 spec:
@@ -202,7 +211,8 @@ apiVersion: karpenter-tui.dev/v1alpha1
 kind: Scenario
 metadata: {name: broken}
 spec:
-"#;
+"#
+);
 
 #[test]
 fn bad_scenarios_fail_before_the_run_with_file_line_and_field_path() {
@@ -303,29 +313,11 @@ fn bad_scenarios_fail_before_the_run_with_file_line_and_field_path() {
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
-/// A scenario with pods arriving at 0 s, 3 s and 6 s (1.5 CPU each, so no two share a
-/// small node), and `extra` under the Scenario's spec.
+/// A scenario with pods arriving at 0 s, 3 s and 6 s (1.5 CPU each: two fit on the
+/// m5.xlarge they prefer, three do not), and `extra` under the Scenario's spec.
 fn arrivals(extra: &str) -> String {
-    format!(
-        r#"apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {{name: default}}
-spec:
-  template:
-    spec:
-      requirements: [{{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}}]
-      nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}
----
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {{name: default}}
-spec:
-  role: KarpenterNodeRole-test
-  amiSelectorTerms: [{{alias: al2023@latest}}]
-  subnetSelectorTerms: [{{tags: {{karpenter.sh/discovery: test}}}}]
-  securityGroupSelectorTerms: [{{tags: {{karpenter.sh/discovery: test}}}}]
----
-apiVersion: apps/v1
+    let rest = format!(
+        r#"apiVersion: apps/v1
 kind: Deployment
 metadata: {{name: web}}
 spec:
@@ -353,7 +345,8 @@ spec:
     - at: 6s
       scale: {{deployment: web, replicas: 3}}
 {extra}"#
-    )
+    );
+    [pool_and_class!(), &rest].concat()
 }
 
 /// Upstream's `BATCH_IDLE_DURATION`, `BATCH_MAX_DURATION` and `PREFERENCE_POLICY`, as a
@@ -361,9 +354,8 @@ spec:
 /// words through the same parser). Under the default 1 s idle window the first pod's
 /// node launches within a second or two, and the third pod, which no longer fits there,
 /// gets its own after it arrives; with a 5 s idle window the three pods are one batch,
-/// launched together 5 s after the last. The pods
-/// prefer m5.xlarge: respected, every NodeClaim allows that type alone; ignored, the
-/// NodeClaim may be any type that fits.
+/// launched together 5 s after the last. The pods prefer m5.xlarge: respected, every
+/// NodeClaim allows that type alone; ignored, the NodeClaim may be any type that fits.
 #[test]
 fn batch_windows_and_the_preference_policy_change_what_is_launched_and_when() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -412,7 +412,7 @@ fn plan_with<'p>(
     // 0. Repair: before everything else (mending a broken node outranks a discretionary
     // move), oldest fault first, one node per command, replacements as needed.
     if !unhealthy.is_empty() {
-        repair_step(prepared, slot, &budgets, &unhealthy, &mut pass);
+        repair::step(prepared, slot, &budgets, &unhealthy, &mut pass);
     }
 
     // 1. Emptiness: every empty, consolidatable, unblocked candidate within budget. It
@@ -858,85 +858,6 @@ fn plan_with<'p>(
     }
     pass.budgets = budgets;
     pass
-}
-
-/// Pass step 0: the first repairable node of `unhealthy` (indices into the state's nodes)
-/// becomes the pass's command; the rest are eligible or say why not.
-fn repair_step<'p>(
-    prepared: &'p Prepared<'p>,
-    slot: &mut SimSlot<'p>,
-    budgets: &[PoolBudgets],
-    unhealthy: &[usize],
-    pass: &mut Pass,
-) {
-    let state = prepared.state;
-    let health = crate::engine::repair::pool_health(state);
-    let allow = Allowance::new(budgets, DisruptionReason::Unhealthy);
-    let mut order: Vec<(DateTime<Utc>, &str, usize)> = unhealthy
-        .iter()
-        .map(|&i| {
-            let n = &state.nodes[i];
-            let at = crate::engine::repair::first_due(n).map_or(pass.at, |f| f.repair_at());
-            (at, n.nodeclaim.as_str(), i)
-        })
-        .collect();
-    order.sort();
-    let pods_by_node = prepared.pods_by_node();
-    for (_, name, i) in order {
-        let node = &state.nodes[i];
-        let name = name.to_string();
-        pass.candidates_evaluated += 1;
-        if let Some(b) = repair::block(node, state.nodepools.get(&node.nodepool), &health) {
-            pass.outcomes.insert(name, Outcome::Blocked(b));
-            continue;
-        }
-        *pass.eligible.entry(Reason::Unhealthy).or_default() += 1;
-        if !allow.has(&node.nodepool) {
-            pass.outcomes
-                .insert(name, Outcome::Blocked(allow.block(&node.nodepool)));
-            continue;
-        }
-        let fault = crate::engine::repair::first_due(node)
-            .map(ToString::to_string)
-            .unwrap_or_default();
-        if pass.command.is_some() {
-            pass.outcomes.insert(
-                name,
-                Outcome::Eligible {
-                    method: Method::Repair,
-                    detail: fault,
-                },
-            );
-            continue;
-        }
-        // Pod-level blocks do not hold a repair: the pods of a broken node are not
-        // serving (upstream's repair forces the drain).
-        let c = Candidate::forced(state, i, &pods_by_node[i]);
-        let movers = prepared.movers();
-        let replacements = match drift::replacements(prepared.simulator(slot), state, &c, &movers) {
-            Ok(r) => r,
-            Err(b) => {
-                pass.outcomes.insert(name, Outcome::Blocked(b));
-                continue;
-            }
-        };
-        let delete_only = replacements.is_empty();
-        pass.command = Some(command(
-            state,
-            Method::Repair,
-            Reason::Unhealthy,
-            &[&c],
-            replacements,
-        ));
-        pass.outcomes.insert(
-            name,
-            Outcome::Chosen {
-                method: Method::Repair,
-                savings: 0.0,
-                delete_only,
-            },
-        );
-    }
 }
 
 #[cfg(test)]
