@@ -331,7 +331,7 @@ pub struct FeatureArgs {
 impl FeatureArgs {
     /// The settings, or what is wrong with the flags.
     pub fn parse(&self) -> Result<karpenter_tui::engine::features::Features, String> {
-        use karpenter_tui::engine::features::{Features, Setting, SettingsText};
+        use karpenter_tui::engine::features::{Features, SettingsText};
         let f = Features::parse(&SettingsText {
             feature_gates: &self.feature_gates,
             min_values_policy: &self.min_values_policy,
@@ -340,14 +340,8 @@ impl FeatureArgs {
             batch_idle_duration: &self.batch_idle_duration,
         })
         .map_err(|(which, why)| {
-            let name = match which {
-                Setting::FeatureGates => "--feature-gates / FEATURE_GATES",
-                Setting::MinValuesPolicy => "--min-values-policy / MIN_VALUES_POLICY",
-                Setting::PreferencePolicy => "--preference-policy / PREFERENCE_POLICY",
-                Setting::BatchMaxDuration => "--batch-max-duration / BATCH_MAX_DURATION",
-                Setting::BatchIdleDuration => "--batch-idle-duration / BATCH_IDLE_DURATION",
-            };
-            format!("{name}: {why}")
+            let (flag, env, _) = which.names();
+            format!("{flag} / {env}: {why}")
         })?;
         let mut f = f;
         f.split_percent = self

@@ -193,6 +193,36 @@ pub enum Setting {
     BatchIdleDuration,
 }
 
+impl Setting {
+    /// The setting's names where users write it: its flag, upstream's environment
+    /// variable, and its field in a scenario file, for errors that say where to look.
+    pub fn names(self) -> (&'static str, &'static str, &'static str) {
+        match self {
+            Setting::FeatureGates => ("--feature-gates", "FEATURE_GATES", "spec.featureGates"),
+            Setting::MinValuesPolicy => (
+                "--min-values-policy",
+                "MIN_VALUES_POLICY",
+                "spec.minValuesPolicy",
+            ),
+            Setting::PreferencePolicy => (
+                "--preference-policy",
+                "PREFERENCE_POLICY",
+                "spec.preferencePolicy",
+            ),
+            Setting::BatchMaxDuration => (
+                "--batch-max-duration",
+                "BATCH_MAX_DURATION",
+                "spec.batchMaxDuration",
+            ),
+            Setting::BatchIdleDuration => (
+                "--batch-idle-duration",
+                "BATCH_IDLE_DURATION",
+                "spec.batchIdleDuration",
+            ),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -818,14 +818,7 @@ fn build(
             batch_idle_duration: spec.batch_idle_duration.as_deref().unwrap_or(""),
         })
         .unwrap_or_else(|(which, why)| {
-            use crate::engine::features::Setting;
-            let field = match which {
-                Setting::FeatureGates => "spec.featureGates",
-                Setting::MinValuesPolicy => "spec.minValuesPolicy",
-                Setting::PreferencePolicy => "spec.preferencePolicy",
-                Setting::BatchMaxDuration => "spec.batchMaxDuration",
-                Setting::BatchIdleDuration => "spec.batchIdleDuration",
-            };
+            let (_, _, field) = which.names();
             errors.at(spec_doc, field, why);
             Default::default()
         });
